@@ -1,0 +1,123 @@
+//! What the coordinator asks its runtime to do, as plain data.
+
+use serde::Serialize;
+
+use crate::core::ids::{CallId, ChildRef, Millis, MessageId, Party, RequestId};
+use crate::core::input::TimerKey;
+use crate::core::lifecycle::AbortReason;
+use crate::core::message::{Message, MessageMode};
+use crate::core::refusal::Refusal;
+use crate::core::snapshot::{ChildSnapshot, StatusView, WaitOutcome};
+use crate::core::task::TaskSpec;
+
+/// One effect. The runtime executes them in order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Effect {
+    /// Start a worker for a dispatched generation.
+    StartWorker(Box<WorkerStart>),
+    /// Abort the worker's current work (cancellation, limit or pause).
+    AbortWorker { child: ChildRef, reason: AbortReason },
+    /// Deliver a steer or follow-up message to a running worker.
+    SendMessage {
+        child: ChildRef,
+        message: MessageId,
+        mode: MessageMode,
+        text: String,
+    },
+    /// The prompt resolved: close the worker's input and wait for it to exit.
+    ReleaseWorker { child: ChildRef },
+    /// Publish fixed-name artifacts (`result.txt`, `structured.json`), then report
+    /// `Input::Published`.
+    Publish {
+        child: ChildRef,
+        text: String,
+        structured: Option<serde_json::Value>,
+    },
+    /// Fire `Input::Timer(key)` at `at` (epoch ms). Timers are never cancelled: the core
+    /// ignores stale ones.
+    ArmTimer { key: TimerKey, at: Millis },
+    /// Answer one request.
+    Reply {
+        request: RequestId,
+        result: Result<Reply, Refusal>,
+    },
+    /// A call's window drained (every item paused or disposed): its one outcome.
+    WindowOutcome(WindowOutcome),
+    /// A generation changed; broadcast a detached snapshot (`RegistryEvent` "changed").
+    Changed(ChildRef),
+    /// Shutdown finished: every worker exited and every entry is disposed.
+    ShutdownComplete,
+}
+
+/// Everything a backend needs to start one generation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkerStart {
+    pub child: ChildRef,
+    /// Task directory name under the parent's delegation directory.
+    pub directory: String,
+    pub parent: Party,
+    pub depth: u32,
+    pub spec: TaskSpec,
+    /// Prompts to send in order: the assignment (unless the conversation is retained),
+    /// then any continuations from `resume`.
+    pub prompts: Vec<String>,
+    /// Continue the retained conversation of this generation instead of starting a new one.
+    pub resume_session: bool,
+}
+
+/// How a call's window outcome is delivered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Delivery {
+    /// The caller is waiting: answer it with the ordered outcomes.
+    Foreground,
+    /// One notification per call after all items drain.
+    Background,
+    /// Followup/revive: no unsolicited completion message (use wait/status).
+    Silent,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WindowOutcome {
+    pub call: CallId,
+    pub request: RequestId,
+    pub initiator: Party,
+    pub delivery: Delivery,
+    /// Ordered as admitted.
+    pub outcomes: Vec<ChildSnapshot>,
+}
+
+/// Successful answers.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Reply {
+    /// Admission: the call id and the accepted snapshots in input order.
+    Admitted {
+        call: CallId,
+        children: Vec<ChildSnapshot>,
+    },
+    /// One snapshot (stop, park, resume, followup, revive).
+    Snapshot { child: Box<ChildSnapshot> },
+    /// `stopMany`.
+    Stopped { children: Vec<ChildSnapshot> },
+    /// A message receipt.
+    Message { message: Message },
+    /// Messages consumed from the actor's mailbox.
+    Inbox { messages: Vec<Message> },
+    Wait { result: WaitResult },
+    Status { view: Box<StatusView> },
+    Ok,
+}
+
+/// How a wait ended.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum WaitResult {
+    Outcome { outcome: WaitOutcome },
+    Messages { messages: Vec<Message> },
+    Message { message: Message },
+    Timeout,
+    Cancelled,
+    Shutdown,
+}

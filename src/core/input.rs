@@ -1,0 +1,162 @@
+//! Everything that can happen to the coordinator, as plain data.
+
+use serde::{Deserialize, Serialize};
+
+use crate::core::ids::{ChildRef, MessageId, Party, RequestId, WaiterId};
+use crate::core::message::MessageMode;
+use crate::core::snapshot::{Artifacts, ContextUsage, Tokens};
+use crate::core::task::{Renewal, TaskSpec};
+use crate::policy::scheduling::SchedulingPolicy;
+
+/// One input to [`crate::core::Coordinator::handle`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum Input {
+    /// Replace the scheduling policy (affects later admission and dequeue only).
+    Configure {
+        request: RequestId,
+        policy: SchedulingPolicy,
+    },
+    /// Admit a whole batch atomically. `actor` is the root or the delegating child.
+    Admit {
+        request: RequestId,
+        actor: Party,
+        tasks: Vec<TaskSpec>,
+        background: bool,
+    },
+    /// Stop one pinned current generation and its subtree.
+    Stop {
+        request: RequestId,
+        actor: Party,
+        target: ChildRef,
+    },
+    /// Mark every target (and subtree) cancelled before any dequeue, then drain.
+    StopMany {
+        request: RequestId,
+        actor: Party,
+        targets: Vec<ChildRef>,
+    },
+    /// Operator steering of any running generation (`/subagent-steer`, Hub `s`).
+    Steer {
+        request: RequestId,
+        target: ChildRef,
+        text: String,
+    },
+    /// `delegate_coordinate` message. `target: None` addresses the root inbox.
+    Message {
+        request: RequestId,
+        actor: Party,
+        target: Option<ChildRef>,
+        text: String,
+        mode: MessageMode,
+    },
+    /// Destructively read the actor's own mailbox.
+    Inbox { request: RequestId, actor: Party },
+    Wait {
+        request: RequestId,
+        actor: Party,
+        target: Option<ChildRef>,
+        message_id: Option<MessageId>,
+        timeout_ms: u64,
+    },
+    Park {
+        request: RequestId,
+        actor: Party,
+        target: ChildRef,
+    },
+    /// Continue a drained paused generation in its retained conversation.
+    Resume {
+        request: RequestId,
+        actor: Party,
+        target: ChildRef,
+        assignment: String,
+    },
+    /// A new generation for an idle identity.
+    Followup {
+        request: RequestId,
+        actor: Party,
+        target: ChildRef,
+        renewal: Renewal,
+    },
+    /// A new generation for a parked identity.
+    Revive {
+        request: RequestId,
+        actor: Party,
+        target: ChildRef,
+        renewal: Renewal,
+    },
+    /// The root's own model reserves a tool call at preflight.
+    ParentToolStart {
+        request: RequestId,
+        call: String,
+        read_only: bool,
+    },
+    /// Every finalized parent tool call releases its reservation.
+    ParentToolEnd { call: String },
+    /// Something a worker did.
+    Worker { child: ChildRef, event: WorkerEvent },
+    /// The runtime finished (or failed) publishing a generation's artifacts.
+    Published {
+        child: ChildRef,
+        result: Result<Artifacts, String>,
+    },
+    /// A timer armed by `Effect::ArmTimer` fired. Stale timers are ignored.
+    Timer(TimerKey),
+    /// Close admission and dequeue, cancel and drain everything.
+    Shutdown { request: RequestId },
+}
+
+/// Timers the core asks the runtime to arm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum TimerKey {
+    /// The deadline of one execution window of one generation.
+    Deadline { child: ChildRef, window: u32 },
+    /// The timeout of one pending wait.
+    Wait(WaiterId),
+}
+
+/// What a worker backend reports. The core decides; backends only report and obey.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WorkerEvent {
+    /// Setup finished and the prompt was sent; `transcript` is the session file if known.
+    Ready { transcript: Option<String> },
+    /// Setup failed before any prompt was sent.
+    SetupFailed { error: String },
+    /// One model request is about to start (including provider retries pi shows as requests).
+    RequestStart,
+    /// One executable tool invocation is starting.
+    ToolStart { name: String },
+    ToolEnd { name: String, is_error: bool },
+    /// An assistant message ended: its exact text blocks concatenated, and usage if reported.
+    AssistantMessage {
+        text: String,
+        usage: Option<Usage>,
+    },
+    /// A newest-activity line (sanitized by the adapter).
+    Activity(String),
+    /// A progress note (clipped to 4096 characters).
+    Progress(String),
+    /// Context usage, as reported.
+    Context(ContextUsage),
+    /// A `steer`/`follow_up` was accepted by the worker (`queued`).
+    MessageQueued { message: MessageId },
+    /// The exact message entered the worker's transcript (`delivered`).
+    MessageDelivered { message: MessageId },
+    /// The worker could not take the message.
+    MessageFailed { message: MessageId, error: String },
+    /// One `submit_result` attempt, already validated against the schema by policy.
+    Submission {
+        value: serde_json::Value,
+        errors: Vec<String>,
+    },
+    /// The prompt resolved (pi: `agent_settled`). `error` is the final assistant error.
+    Settled { error: Option<String> },
+    /// The worker process ended.
+    Exited { reason: String },
+}
+
+/// Usage of one assistant message.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    pub tokens: Tokens,
+    pub cost: Option<f64>,
+}

@@ -1,0 +1,205 @@
+//! The public data model every surface shows: `ChildSnapshot`, telemetry, outcomes, events.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::core::ids::{ChildRef, Millis};
+use crate::core::lifecycle::{LimitReason, PauseReason, Presence, Status};
+use crate::core::task::{BuiltinTool, CapabilityDenial, Limits, Prewalk, Role};
+
+/// Token counts as the worker reports them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tokens {
+    pub input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+    pub total: u64,
+}
+
+impl Tokens {
+    #[must_use]
+    pub fn plus(self, other: Tokens) -> Tokens {
+        Tokens {
+            input: self.input.saturating_add(other.input),
+            output: self.output.saturating_add(other.output),
+            cache_read: self.cache_read.saturating_add(other.cache_read),
+            cache_write: self.cache_write.saturating_add(other.cache_write),
+            total: self.total.saturating_add(other.total),
+        }
+    }
+}
+
+/// Context-window usage reported by the worker (never synthesized).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextUsage {
+    pub tokens: Option<u64>,
+    pub context_window: u64,
+    pub percent: Option<f64>,
+}
+
+/// Direct telemetry of one generation. `null` means unavailable; a reported zero stays zero.
+/// No subtree total is ever synthesized.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Telemetry {
+    pub requests: Option<u32>,
+    pub tokens: Option<Tokens>,
+    /// US dollars.
+    pub cost: Option<f64>,
+    pub context: Option<ContextUsage>,
+}
+
+/// Structured-result protocol state (`resultSchema` tasks only).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StructuredOutcome {
+    pub validation: Validation,
+    pub attempts: u32,
+    pub errors: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<serde_json::Value>,
+    pub finalized: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Validation {
+    Awaiting,
+    Invalid,
+    Submitted,
+}
+
+/// References to fully written artifacts only.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Artifacts {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The execution window: admission or an explicit resume starts a new one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Window {
+    /// 1 for the admission window, +1 per resume.
+    pub number: u32,
+    pub started_at: Millis,
+    /// When the deadline pauses this window (`startedAt + limits.deadlineMs`).
+    pub deadline_at: Millis,
+}
+
+/// A detached, immutable view of one generation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChildSnapshot {
+    pub id: Uuid,
+    pub generation: u32,
+    /// The real parent: the root runtime's id for depth 1, the parent identity otherwise.
+    pub parent_id: Uuid,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_generation: Option<u32>,
+    pub depth: u32,
+    pub status: Status,
+    pub profile: Role,
+    pub cwd: String,
+    pub assignment: String,
+    pub activity: Option<String>,
+    pub progress: Option<String>,
+    /// Final assistant text (trimmed), once the prompt resolved.
+    pub result: Option<String>,
+    pub model: Option<String>,
+    pub effort: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prewalk: Option<Prewalk>,
+    pub telemetry: Telemetry,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript: Option<String>,
+    pub limits: Limits,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_reason: Option<LimitReason>,
+    /// Cumulative executable tool invocations of this generation.
+    pub tool_calls: u32,
+    /// Cumulative admitted direct children of this generation.
+    pub spawns: u32,
+    pub writer_lease: bool,
+    pub disposed: bool,
+    pub created_at: Millis,
+    pub ended_at: Option<Millis>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<StructuredOutcome>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifacts: Option<Artifacts>,
+    pub tools: Vec<BuiltinTool>,
+    pub leaf_tools: Vec<String>,
+    pub skills: Vec<String>,
+    pub capability_denials: Vec<CapabilityDenial>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause_reason: Option<PauseReason>,
+    /// True while a paused generation keeps its conversation for `resume`.
+    pub retained_context: bool,
+    pub window: Window,
+}
+
+impl ChildSnapshot {
+    pub fn child_ref(&self) -> ChildRef {
+        ChildRef::new(self.id, self.generation)
+    }
+}
+
+/// Current presence of one identity (its current generation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentPresence {
+    pub id: Uuid,
+    pub generation: u32,
+    pub presence: Presence,
+}
+
+/// `{type:"changed"|"sdk", child, event?}` — detached snapshots for observers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RegistryEvent {
+    #[serde(rename = "type")]
+    pub kind: RegistryEventKind,
+    pub child: ChildSnapshot,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<serde_json::Value>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RegistryEventKind {
+    Changed,
+    Sdk,
+}
+
+/// What a `wait` on a target returns: identity and status only, no peer result or transcript.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WaitOutcome {
+    pub id: Uuid,
+    pub generation: u32,
+    pub status: Status,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_reason: Option<LimitReason>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause_reason: Option<PauseReason>,
+}
+
+/// Root `status`: the pinned snapshot, its identity's generations and current presence.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusView {
+    pub snapshot: ChildSnapshot,
+    pub generations: Vec<ChildSnapshot>,
+    pub agents: Vec<AgentPresence>,
+}

@@ -1,0 +1,225 @@
+//! Applying what workers report: setup, requests and tools (hard limits), output and
+//! telemetry, structured submissions, prompt resolution, exit, and publication.
+
+use crate::core::bounds::{ACTIVITY_CHARS, PROGRESS_CHARS};
+use crate::core::coordinator::Coordinator;
+use crate::core::effect::Effect;
+use crate::core::ids::ChildRef;
+use crate::core::input::{Usage, WorkerEvent};
+use crate::core::lifecycle::{LimitReason, Status};
+use crate::core::message::ReceiptStatus;
+use crate::core::registry::Intent;
+use crate::core::snapshot::{Artifacts, Validation};
+
+impl Coordinator {
+    pub(crate) fn worker_event(&mut self, r: ChildRef, event: WorkerEvent) {
+        // Events for unknown generations, or for a window whose worker is gone, are stale.
+        let Some(g) = self.reg.generation(r) else {
+            return;
+        };
+        if !g.worker.live() {
+            return;
+        }
+        match event {
+            WorkerEvent::Ready { transcript } => {
+                let g = self.gen_mut(r);
+                g.worker.ready = true;
+                g.session_started = true;
+                if transcript.is_some() {
+                    g.snap.transcript = transcript;
+                }
+                if g.snap.status == Status::Setup {
+                    g.snap.status = Status::Running;
+                }
+            }
+            WorkerEvent::SetupFailed { error } => {
+                self.prompt_resolved(r, Some(format!("setup failed: {error}")));
+            }
+            WorkerEvent::RequestStart => self.request_started(r),
+            WorkerEvent::ToolStart { name } => self.tool_started(r, &name),
+            WorkerEvent::ToolEnd { name, is_error } => {
+                let line = if is_error {
+                    format!("{name} failed")
+                } else {
+                    format!("{name} done")
+                };
+                self.gen_mut(r).snap.activity = Some(line);
+            }
+            WorkerEvent::AssistantMessage { text, usage } => self.assistant_message(r, text, usage),
+            WorkerEvent::Activity(line) => {
+                self.gen_mut(r).snap.activity = Some(clip_chars(&line, ACTIVITY_CHARS));
+            }
+            WorkerEvent::Progress(text) => {
+                self.gen_mut(r).snap.progress = Some(clip_chars(&text, PROGRESS_CHARS));
+            }
+            WorkerEvent::Context(usage) => self.gen_mut(r).snap.telemetry.context = Some(usage),
+            WorkerEvent::MessageQueued { message } => {
+                self.advance_receipt(r, message, ReceiptStatus::Queued, None);
+            }
+            WorkerEvent::MessageDelivered { message } => {
+                self.advance_receipt(r, message, ReceiptStatus::Delivered, None);
+            }
+            WorkerEvent::MessageFailed { message, error } => {
+                self.advance_receipt(r, message, ReceiptStatus::Error, Some(error));
+            }
+            WorkerEvent::Submission { value, errors } => self.submission(r, value, errors),
+            WorkerEvent::Settled { error } => self.prompt_resolved(r, error),
+            WorkerEvent::Exited { reason } => self.worker_exited(r, &reason),
+        }
+    }
+
+    /// Request guard: checked before forwarding. The first request over the limit is not
+    /// counted; it commits the `requests` limit and aborts.
+    fn request_started(&mut self, r: ChildRef) {
+        let g = self.gen_ref(r);
+        if g.worker.settled {
+            return;
+        }
+        let used = g.snap.telemetry.requests.unwrap_or(0);
+        if used >= g.snap.limits.requests {
+            self.commit_limit(r, LimitReason::Requests);
+            return;
+        }
+        self.gen_mut(r).snap.telemetry.requests = Some(used + 1);
+    }
+
+    /// Tool guard: entered executions count; the first one over the limit cancels.
+    fn tool_started(&mut self, r: ChildRef, name: &str) {
+        let g = self.gen_ref(r);
+        if g.worker.settled {
+            return;
+        }
+        if g.snap.tool_calls >= g.snap.limits.tools {
+            self.commit_limit(r, LimitReason::Tools);
+            return;
+        }
+        let g = self.gen_mut(r);
+        g.snap.tool_calls += 1;
+        g.snap.activity = Some(clip_chars(&format!("{name} …"), ACTIVITY_CHARS));
+    }
+
+    fn assistant_message(&mut self, r: ChildRef, text: String, usage: Option<Usage>) {
+        let g = self.gen_mut(r);
+        if let Some(usage) = usage {
+            let t = &mut g.snap.telemetry;
+            t.tokens = Some(t.tokens.unwrap_or_default().plus(usage.tokens));
+            if let Some(cost) = usage.cost {
+                t.cost = Some(t.cost.unwrap_or(0.0) + cost);
+            }
+        }
+        if let Some(line) = text.lines().find(|l| !l.trim().is_empty()) {
+            g.snap.activity = Some(clip_chars(line.trim(), ACTIVITY_CHARS));
+        }
+        g.last_text = Some(text);
+    }
+
+    fn submission(&mut self, r: ChildRef, value: serde_json::Value, errors: Vec<String>) {
+        let g = self.gen_mut(r);
+        let Some(outcome) = g.snap.outcome.as_mut() else {
+            return;
+        };
+        // The first valid submission is immutable; duplicates are not attempts.
+        if outcome.validation == Validation::Submitted || outcome.finalized {
+            return;
+        }
+        outcome.attempts += 1;
+        if errors.is_empty() {
+            outcome.validation = Validation::Submitted;
+            outcome.errors.clear();
+            outcome.value = Some(value);
+        } else {
+            outcome.validation = Validation::Invalid;
+            outcome.errors = errors.into_iter().take(32).collect();
+        }
+    }
+
+    /// The prompt resolved (or setup failed). Decide the final status now (intent first),
+    /// ask the worker to exit, and publish artifacts if a prompt ran.
+    fn prompt_resolved(&mut self, r: ChildRef, error: Option<String>) {
+        let g = self.gen_ref(r);
+        if g.worker.settled {
+            return;
+        }
+        let ready = g.worker.ready;
+        let pausing = matches!(g.intent, Some(Intent::Pause(_)));
+        let decided = (!pausing).then(|| self.decide_final(r, error));
+        let g = self.gen_mut(r);
+        g.worker.settled = true;
+        if let Some(decided) = decided {
+            g.snap.status = Status::Draining;
+            g.snap.result = g.last_text.as_deref().map(|t| t.trim().to_owned());
+            let publish = ready.then(|| Effect::Publish {
+                child: r,
+                text: g.last_text.clone().unwrap_or_default(),
+                structured: g.snap.outcome.as_ref().and_then(|o| o.value.clone()),
+            });
+            g.worker.publishing = publish.is_some();
+            g.pending_final = Some(decided);
+            let exited = g.worker.exited;
+            if !exited {
+                self.emit(Effect::ReleaseWorker { child: r });
+            }
+            if let Some(publish) = publish {
+                self.emit(publish);
+            }
+        } else if !g.worker.exited {
+            self.emit(Effect::ReleaseWorker { child: r });
+        }
+    }
+
+    /// The worker process ended. Without a resolved prompt this is a crash (or a drained
+    /// abort): the outcome follows the committed intent, else it fails.
+    fn worker_exited(&mut self, r: ChildRef, reason: &str) {
+        self.live_workers -= 1;
+        self.gen_mut(r).worker.exited = true;
+        if !self.gen_ref(r).worker.settled {
+            let ready = self.gen_ref(r).worker.ready;
+            let error = if ready {
+                format!("worker exited before its prompt resolved: {reason}")
+            } else {
+                format!("setup failed: worker exited: {reason}")
+            };
+            self.prompt_resolved(r, Some(error));
+        }
+        self.try_finish(r);
+    }
+
+    pub(crate) fn published(&mut self, r: ChildRef, result: Result<Artifacts, String>) {
+        let Some(g) = self.reg.generation(r) else {
+            return;
+        };
+        if !g.worker.publishing {
+            return;
+        }
+        let g = self.gen_mut(r);
+        g.worker.publishing = false;
+        match result {
+            Ok(artifacts) => g.snap.artifacts = Some(artifacts),
+            Err(error) => {
+                let message = format!("artifact persistence failed: {error}");
+                let mut artifacts = g.snap.artifacts.take().unwrap_or_default();
+                artifacts.error = Some(error);
+                g.snap.artifacts = Some(artifacts);
+                // Earlier provider/limit reasons stay primary; success becomes failure.
+                if let Some(pending) = g.pending_final.as_mut()
+                    && pending.status == Status::Settled
+                {
+                    pending.status = Status::Failed;
+                    pending.error = Some(message);
+                }
+            }
+        }
+        self.try_finish(r);
+    }
+}
+
+/// At most `max` characters, with `…` marking a cut.
+pub fn clip_chars(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text.to_owned(),
+        Some(_) => {
+            let cut: String = text.chars().take(max.saturating_sub(1)).collect();
+            format!("{cut}…")
+        }
+    }
+}

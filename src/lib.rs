@@ -1,0 +1,7 @@
+//! Slate: a terminal fleet manager for coding-agent subagents.
+//!
+//! `core` is the sans-IO coordinator; `policy` holds pure validators; `sim` runs the core
+//! in virtual time with scripted workers (demo, simulation tests, benchmarks).
+
+pub mod core;
+pub mod policy;

@@ -1,0 +1,4 @@
+//! Pure validators and resolvers over plain data (no IO). Each returns every problem it
+//! finds, each naming the field.
+
+pub mod scheduling;
