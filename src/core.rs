@@ -23,7 +23,7 @@ mod worker_events;
 
 pub use coordinator::{Coordinator, CoordinatorStats};
 pub use effect::{Delivery, Effect, Reply, WaitResult, WindowOutcome, WorkerStart};
-pub use ids::{CallId, ChildRef, Millis, MessageId, Party, RequestId, WaiterId};
+pub use ids::{CallId, ChildRef, MessageId, Millis, Party, RequestId, WaiterId};
 pub use input::{Input, TimerKey, Usage, WorkerEvent};
 pub use lifecycle::{AbortReason, CancelCause, LimitReason, PauseReason, Presence, Status};
 pub use message::{Message, MessageMode, ReceiptStatus};

@@ -141,7 +141,9 @@ impl Coordinator {
         }
         for ancestor in self.reg.ancestors(parent) {
             let a = self.gen_ref(ancestor);
-            if a.snap.status != Status::Running || a.intent.is_some() || !self.reg.is_current(ancestor)
+            if a.snap.status != Status::Running
+                || a.intent.is_some()
+                || !self.reg.is_current(ancestor)
             {
                 return Err(Refusal::AncestorInactive {
                     ancestor,
@@ -185,7 +187,11 @@ impl Coordinator {
         if let Some(t) = spec.tools.iter().find(|t| !pg.spec.tools.contains(t)) {
             return Err(not_subset("tools", t.as_str().to_owned()));
         }
-        if let Some(t) = spec.leaf_tools.iter().find(|t| !pg.spec.leaf_tools.contains(t)) {
+        if let Some(t) = spec
+            .leaf_tools
+            .iter()
+            .find(|t| !pg.spec.leaf_tools.contains(t))
+        {
             return Err(not_subset("leafTools", t.clone()));
         }
         if let Some(s) = spec.skills.iter().find(|s| !pg.spec.skills.contains(s)) {
@@ -415,8 +421,20 @@ pub(crate) fn narrow_limits(
         Ok(value)
     }
     Ok(Limits {
-        deadline_ms: field(index, "deadlineMs", true, overrides.deadline_ms, ceiling.deadline_ms)?,
-        requests: field(index, "requests", true, overrides.requests, ceiling.requests)?,
+        deadline_ms: field(
+            index,
+            "deadlineMs",
+            true,
+            overrides.deadline_ms,
+            ceiling.deadline_ms,
+        )?,
+        requests: field(
+            index,
+            "requests",
+            true,
+            overrides.requests,
+            ceiling.requests,
+        )?,
         tools: field(index, "tools", true, overrides.tools, ceiling.tools)?,
         depth: field(index, "depth", false, overrides.depth, ceiling.depth)?,
         spawns: field(index, "spawns", false, overrides.spawns, ceiling.spawns)?,

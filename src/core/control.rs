@@ -28,6 +28,11 @@ impl Coordinator {
         })
     }
 
+    fn reply_admitted(&mut self, request: RequestId, call: crate::core::ids::CallId, r: ChildRef) {
+        let children = vec![self.gen_ref(r).snap.clone()];
+        self.reply(request, Ok(Reply::Admitted { call, children }));
+    }
+
     /// Stop a pinned current generation: queued work cancels directly, active work drains,
     /// paused sessions are disposed, idle/parked presence closes. Repeating it is harmless.
     pub(crate) fn stop(&mut self, actor: Party, target: ChildRef) -> Result<Reply, Refusal> {
@@ -106,11 +111,10 @@ impl Coordinator {
             started_at: now,
             deadline_at: now.saturating_add(window_ms),
         };
-        self.open_call(request, Party::Root, Delivery::Background, vec![target]);
+        let call = self.open_call(request, Party::Root, Delivery::Background, vec![target]);
         self.enqueue_window(target);
         self.pump();
-        let reply = self.snapshot_reply(target);
-        self.reply(request, reply);
+        self.reply_admitted(request, call, target);
     }
 
     fn check_resume(
@@ -186,11 +190,10 @@ impl Coordinator {
             let g = self.gen_mut(p);
             g.snap.spawns = g.snap.spawns.saturating_add(1);
         }
-        self.open_call(request, Party::Root, Delivery::Silent, vec![next]);
+        let call = self.open_call(request, Party::Root, Delivery::Silent, vec![next]);
         self.enqueue_window(next);
         self.pump();
-        let reply = self.snapshot_reply(next);
-        self.reply(request, reply);
+        self.reply_admitted(request, call, next);
     }
 
     fn check_renewal(
@@ -365,7 +368,9 @@ fn intersect_grants(previous: &TaskSpec, renewal: Renewal) -> TaskSpec {
         spawn: keep(&previous.spawn, &renewal.spawn),
         coordination: keep(&previous.coordination, &renewal.coordination),
         limits: renewal.limits,
-        result_schema: renewal.result_schema.or_else(|| previous.result_schema.clone()),
+        result_schema: renewal
+            .result_schema
+            .or_else(|| previous.result_schema.clone()),
         capability_denials: previous.capability_denials.clone(),
         prewalk: previous.prewalk.clone(),
     }

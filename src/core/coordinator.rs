@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashSet, VecDeque};
 use uuid::Uuid;
 
 use crate::core::effect::{Delivery, Effect, Reply, WaitResult, WindowOutcome, WorkerStart};
-use crate::core::ids::{CallId, ChildRef, IdSource, Millis, MessageId, Party, RequestId, WaiterId};
+use crate::core::ids::{CallId, ChildRef, IdSource, MessageId, Millis, Party, RequestId, WaiterId};
 use crate::core::input::Input;
 use crate::core::lifecycle::{Presence, Status};
 use crate::core::message::Message;
@@ -273,7 +273,9 @@ impl Coordinator {
     }
 
     pub fn presence(&self, id: Uuid) -> Option<Presence> {
-        self.reg.identity(id).map(super::registry::Identity::presence)
+        self.reg
+            .identity(id)
+            .map(super::registry::Identity::presence)
     }
 
     /// Root `status`: pinned snapshot, its identity's generations and current presence.

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::core::ids::{CallId, ChildRef, Millis, MessageId, Party, RequestId};
+use crate::core::ids::{CallId, ChildRef, MessageId, Millis, Party, RequestId};
 use crate::core::input::TimerKey;
 use crate::core::lifecycle::AbortReason;
 use crate::core::message::{Message, MessageMode};
@@ -16,7 +16,10 @@ pub enum Effect {
     /// Start a worker for a dispatched generation.
     StartWorker(Box<WorkerStart>),
     /// Abort the worker's current work (cancellation, limit or pause).
-    AbortWorker { child: ChildRef, reason: AbortReason },
+    AbortWorker {
+        child: ChildRef,
+        reason: AbortReason,
+    },
     /// Deliver a steer or follow-up message to a running worker.
     SendMessage {
         child: ChildRef,
@@ -92,21 +95,34 @@ pub struct WindowOutcome {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "camelCase")]
 pub enum Reply {
-    /// Admission: the call id and the accepted snapshots in input order.
+    /// Admission, resume, followup or revive: the call whose window outcome will follow,
+    /// and the accepted snapshots in input order.
     Admitted {
         call: CallId,
         children: Vec<ChildSnapshot>,
     },
-    /// One snapshot (stop, park, resume, followup, revive).
-    Snapshot { child: Box<ChildSnapshot> },
+    /// One snapshot (stop, park).
+    Snapshot {
+        child: Box<ChildSnapshot>,
+    },
     /// `stopMany`.
-    Stopped { children: Vec<ChildSnapshot> },
+    Stopped {
+        children: Vec<ChildSnapshot>,
+    },
     /// A message receipt.
-    Message { message: Message },
+    Message {
+        message: Message,
+    },
     /// Messages consumed from the actor's mailbox.
-    Inbox { messages: Vec<Message> },
-    Wait { result: WaitResult },
-    Status { view: Box<StatusView> },
+    Inbox {
+        messages: Vec<Message>,
+    },
+    Wait {
+        result: WaitResult,
+    },
+    Status {
+        view: Box<StatusView>,
+    },
     Ok,
 }
 

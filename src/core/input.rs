@@ -118,14 +118,23 @@ pub enum TimerKey {
 #[derive(Clone, Debug, PartialEq)]
 pub enum WorkerEvent {
     /// Setup finished and the prompt was sent; `transcript` is the session file if known.
-    Ready { transcript: Option<String> },
+    Ready {
+        transcript: Option<String>,
+    },
     /// Setup failed before any prompt was sent.
-    SetupFailed { error: String },
+    SetupFailed {
+        error: String,
+    },
     /// One model request is about to start (including provider retries pi shows as requests).
     RequestStart,
     /// One executable tool invocation is starting.
-    ToolStart { name: String },
-    ToolEnd { name: String, is_error: bool },
+    ToolStart {
+        name: String,
+    },
+    ToolEnd {
+        name: String,
+        is_error: bool,
+    },
     /// An assistant message ended: its exact text blocks concatenated, and usage if reported.
     AssistantMessage {
         text: String,
@@ -138,20 +147,31 @@ pub enum WorkerEvent {
     /// Context usage, as reported.
     Context(ContextUsage),
     /// A `steer`/`follow_up` was accepted by the worker (`queued`).
-    MessageQueued { message: MessageId },
+    MessageQueued {
+        message: MessageId,
+    },
     /// The exact message entered the worker's transcript (`delivered`).
-    MessageDelivered { message: MessageId },
+    MessageDelivered {
+        message: MessageId,
+    },
     /// The worker could not take the message.
-    MessageFailed { message: MessageId, error: String },
+    MessageFailed {
+        message: MessageId,
+        error: String,
+    },
     /// One `submit_result` attempt, already validated against the schema by policy.
     Submission {
         value: serde_json::Value,
         errors: Vec<String>,
     },
     /// The prompt resolved (pi: `agent_settled`). `error` is the final assistant error.
-    Settled { error: Option<String> },
+    Settled {
+        error: Option<String>,
+    },
     /// The worker process ended.
-    Exited { reason: String },
+    Exited {
+        reason: String,
+    },
 }
 
 /// Usage of one assistant message.

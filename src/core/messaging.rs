@@ -18,7 +18,11 @@ use crate::core::task::{CoordinationAction, is_nonblank};
 impl Coordinator {
     /// A child actor must be its identity's current generation, running, not cancelling or
     /// pausing, and granted `action`.
-    fn check_child_actor(&self, actor: ChildRef, action: CoordinationAction) -> Result<(), Refusal> {
+    fn check_child_actor(
+        &self,
+        actor: ChildRef,
+        action: CoordinationAction,
+    ) -> Result<(), Refusal> {
         let g = self.reg.current(actor)?;
         if g.snap.status != Status::Running || g.intent.is_some() {
             return Err(Refusal::ActorNotRunning {
@@ -94,7 +98,9 @@ impl Coordinator {
         let is_parent = parent_of(sender) == Some(recipient);
         let is_child = parent_of(recipient) == Some(sender);
         let is_sibling = match (sender, recipient) {
-            (Party::Child(s), Party::Child(t)) => s.id != t.id && parent_of(sender) == parent_of(recipient),
+            (Party::Child(s), Party::Child(t)) => {
+                s.id != t.id && parent_of(sender) == parent_of(recipient)
+            }
             _ => false,
         };
         if is_parent || is_child || is_sibling {
@@ -380,7 +386,11 @@ impl Coordinator {
             if m.recipient == Party::Root {
                 return Err(Refusal::RootReceiptWait);
             }
-            let other = if m.sender == actor { m.recipient } else { m.sender };
+            let other = if m.sender == actor {
+                m.recipient
+            } else {
+                m.sender
+            };
             if self.waits_on(other, actor) {
                 return Err(Refusal::WaitCycle {
                     actor: a,
@@ -408,7 +418,11 @@ impl Coordinator {
                     WaitKind::Outcome(t) => frontier.push(Party::Child(t)),
                     WaitKind::Receipt(m) => {
                         if let Some(m) = self.messages.get(&m) {
-                            frontier.push(if m.sender == party { m.recipient } else { m.sender });
+                            frontier.push(if m.sender == party {
+                                m.recipient
+                            } else {
+                                m.sender
+                            });
                         }
                     }
                     WaitKind::Inbox => {}

@@ -108,14 +108,19 @@ pub enum Refusal {
     #[error("actor: {actor} is {status}; child actions need a running, non-cancelling generation")]
     ActorNotRunning { actor: ChildRef, status: Status },
     #[error("coordination: {actor} is not granted the {action:?} action")]
-    NotGranted { actor: ChildRef, action: &'static str },
+    NotGranted {
+        actor: ChildRef,
+        action: &'static str,
+    },
     #[error("generations: {reference} reached the maximum of {max} generations per identity")]
     GenerationLimit { reference: ChildRef, max: u32 },
     #[error(
         "parent: the exact original parent {parent} is {state}; renewal and resume need it active"
     )]
     ParentInactive { parent: ChildRef, state: String },
-    #[error("parentToolStart: child {holder} holds the writer lease; parent mutations are rejected")]
+    #[error(
+        "parentToolStart: child {holder} holds the writer lease; parent mutations are rejected"
+    )]
     WriterLeaseHeld { holder: ChildRef },
     #[error("parentToolStart: call id {0:?} is already reserved")]
     DuplicateParentCall(String),
@@ -133,7 +138,9 @@ pub enum Refusal {
     NotAddressable { sender: Party, recipient: Party },
     #[error("mode: the root inbox accepts only mode \"inbox\", not {mode:?}")]
     RootModeUnsupported { mode: &'static str },
-    #[error("mailbox: {recipient}'s mailbox holds {max} messages; consume some first (nothing is evicted)")]
+    #[error(
+        "mailbox: {recipient}'s mailbox holds {max} messages; consume some first (nothing is evicted)"
+    )]
     MailboxFull { recipient: Party, max: usize },
     #[error("messages: the runtime admitted its {max} messages; no more can be admitted")]
     MessageBudgetExhausted { max: u32 },

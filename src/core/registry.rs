@@ -98,9 +98,7 @@ impl Identity {
         }
         let snap = &self.current().snap;
         match snap.status {
-            Status::Queued | Status::Setup | Status::Running | Status::Draining => {
-                Presence::Active
-            }
+            Status::Queued | Status::Setup | Status::Running | Status::Draining => Presence::Active,
             Status::Pausing => Presence::Pausing,
             Status::Paused => Presence::Paused,
             Status::Settled | Status::Failed if snap.disposed => {
@@ -191,7 +189,9 @@ impl Registry {
         let mut out = Vec::new();
         let mut frontier = vec![r];
         while let Some(next) = frontier.pop() {
-            let Some(g) = self.generation(next) else { continue };
+            let Some(g) = self.generation(next) else {
+                continue;
+            };
             for &slot in &g.children {
                 let child = self.identities[slot].current_ref();
                 out.push(child);

@@ -19,7 +19,12 @@ pub enum Role {
 }
 
 impl Role {
-    pub const ALL: [Role; 4] = [Role::Scout, Role::Review, Role::General, Role::Implementation];
+    pub const ALL: [Role; 4] = [
+        Role::Scout,
+        Role::Review,
+        Role::General,
+        Role::Implementation,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {

@@ -271,7 +271,9 @@ impl Coordinator {
                 self.finalize(
                     child,
                     Status::Cancelled,
-                    Some(format!("retired: parent {r} ended while this generation was paused")),
+                    Some(format!(
+                        "retired: parent {r} ended while this generation was paused"
+                    )),
                 );
             } else if g.snap.disposed {
                 self.close_presence(child);

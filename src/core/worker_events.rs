@@ -33,7 +33,7 @@ impl Coordinator {
                 }
             }
             WorkerEvent::SetupFailed { error } => {
-                self.prompt_resolved(r, Some(format!("setup failed: {error}")));
+                self.prompt_resolved(r, Some(format!("setup failed: {error}")), false);
             }
             WorkerEvent::RequestStart => self.request_started(r),
             WorkerEvent::ToolStart { name } => self.tool_started(r, &name),
@@ -63,7 +63,7 @@ impl Coordinator {
                 self.advance_receipt(r, message, ReceiptStatus::Error, Some(error));
             }
             WorkerEvent::Submission { value, errors } => self.submission(r, value, errors),
-            WorkerEvent::Settled { error } => self.prompt_resolved(r, error),
+            WorkerEvent::Settled { error } => self.prompt_resolved(r, error, true),
             WorkerEvent::Exited { reason } => self.worker_exited(r, &reason),
         }
     }
@@ -133,9 +133,11 @@ impl Coordinator {
         }
     }
 
-    /// The prompt resolved (or setup failed). Decide the final status now (intent first),
-    /// ask the worker to exit, and publish artifacts if a prompt ran.
-    fn prompt_resolved(&mut self, r: ChildRef, error: Option<String>) {
+    /// The prompt resolved (or setup failed, or the worker died). Decide the final status
+    /// now (intent first), ask the worker to exit, and publish artifacts if a prompt ran:
+    /// `result.txt` is the last assistant message, empty for a tool-only or aborted one;
+    /// a worker that died without any assistant message publishes nothing.
+    fn prompt_resolved(&mut self, r: ChildRef, error: Option<String>, resolved: bool) {
         let g = self.gen_ref(r);
         if g.worker.settled {
             return;
@@ -148,7 +150,7 @@ impl Coordinator {
         if let Some(decided) = decided {
             g.snap.status = Status::Draining;
             g.snap.result = g.last_text.as_deref().map(|t| t.trim().to_owned());
-            let publish = ready.then(|| Effect::Publish {
+            let publish = (ready && (resolved || g.last_text.is_some())).then(|| Effect::Publish {
                 child: r,
                 text: g.last_text.clone().unwrap_or_default(),
                 structured: g.snap.outcome.as_ref().and_then(|o| o.value.clone()),
@@ -179,7 +181,7 @@ impl Coordinator {
             } else {
                 format!("setup failed: worker exited: {reason}")
             };
-            self.prompt_resolved(r, Some(error));
+            self.prompt_resolved(r, Some(error), false);
         }
         self.try_finish(r);
     }

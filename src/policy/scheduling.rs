@@ -35,14 +35,54 @@ pub struct FieldRule {
 }
 
 pub const FIELD_RULES: [FieldRule; 8] = [
-    FieldRule { name: "concurrency", default: 16, ceiling: 16, positive: true },
-    FieldRule { name: "queue", default: 32, ceiling: 256, positive: false },
-    FieldRule { name: "batch", default: 16, ceiling: 64, positive: true },
-    FieldRule { name: "depth", default: 2, ceiling: 4, positive: false },
-    FieldRule { name: "spawns", default: 8, ceiling: 32, positive: false },
-    FieldRule { name: "deadlineMs", default: 1_800_000, ceiling: 3_600_000, positive: true },
-    FieldRule { name: "requests", default: 100, ceiling: 1000, positive: true },
-    FieldRule { name: "tools", default: 100, ceiling: 1000, positive: true },
+    FieldRule {
+        name: "concurrency",
+        default: 16,
+        ceiling: 16,
+        positive: true,
+    },
+    FieldRule {
+        name: "queue",
+        default: 32,
+        ceiling: 256,
+        positive: false,
+    },
+    FieldRule {
+        name: "batch",
+        default: 16,
+        ceiling: 64,
+        positive: true,
+    },
+    FieldRule {
+        name: "depth",
+        default: 2,
+        ceiling: 4,
+        positive: false,
+    },
+    FieldRule {
+        name: "spawns",
+        default: 8,
+        ceiling: 32,
+        positive: false,
+    },
+    FieldRule {
+        name: "deadlineMs",
+        default: 1_800_000,
+        ceiling: 3_600_000,
+        positive: true,
+    },
+    FieldRule {
+        name: "requests",
+        default: 100,
+        ceiling: 1000,
+        positive: true,
+    },
+    FieldRule {
+        name: "tools",
+        default: 100,
+        ceiling: 1000,
+        positive: true,
+    },
 ];
 
 impl Default for SchedulingPolicy {
@@ -107,7 +147,11 @@ impl SchedulingPolicy {
                 }
             })
             .collect();
-        if problems.is_empty() { Ok(()) } else { Err(problems) }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems)
+        }
     }
 
     /// The execution limits a root child gets before request narrowing.
