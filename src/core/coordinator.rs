@@ -27,6 +27,9 @@ pub(crate) struct Call {
     pub initiator: Party,
     pub delivery: Delivery,
     pub items: Vec<ChildRef>,
+    /// Each item's snapshot as its window drained (an item may be resumed into a new
+    /// window before its siblings drain; its outcome here stays the drained one).
+    pub drained: Vec<Option<ChildSnapshot>>,
     /// Items not yet paused or disposed.
     pub open: usize,
 }
@@ -250,6 +253,23 @@ impl Coordinator {
     /// Current generations in identity admission order.
     pub fn list(&self) -> Vec<ChildSnapshot> {
         self.reg.list()
+    }
+
+    /// Borrowed current generations in admission order, with their identity's presence
+    /// (no clones: for renderers and invariant checks over hundreds of agents).
+    pub fn iter_current(&self) -> impl Iterator<Item = (&ChildSnapshot, Presence)> + '_ {
+        self.reg
+            .identities
+            .iter()
+            .map(|i| (&i.current().snap, i.presence()))
+    }
+
+    /// Borrowed generations of one identity, oldest first.
+    pub fn iter_generations(&self, id: Uuid) -> impl Iterator<Item = &ChildSnapshot> + '_ {
+        self.reg
+            .identity(id)
+            .into_iter()
+            .flat_map(|i| i.generations.iter().map(|g| &g.snap))
     }
 
     /// A pinned generation (current or historical).
@@ -481,9 +501,13 @@ impl Coordinator {
         let Some(call_id) = self.gen_mut(r).call.take() else {
             return;
         };
+        let snapshot = self.gen_ref(r).snap.clone();
         let Some(call) = self.calls.get_mut(&call_id) else {
             return;
         };
+        if let Some(i) = call.items.iter().position(|&item| item == r) {
+            call.drained[i] = Some(snapshot);
+        }
         call.open -= 1;
         if call.open > 0 {
             return;
@@ -495,11 +519,7 @@ impl Coordinator {
         if self.is_shutting_down() {
             return;
         }
-        let outcomes = call
-            .items
-            .iter()
-            .filter_map(|&item| self.reg.snapshot(item))
-            .collect();
+        let outcomes = call.drained.into_iter().flatten().collect();
         self.emit(Effect::WindowOutcome(WindowOutcome {
             call: call_id,
             request: call.request,
@@ -528,6 +548,7 @@ impl Coordinator {
                 initiator,
                 delivery,
                 open: items.len(),
+                drained: vec![None; items.len()],
                 items,
             },
         );

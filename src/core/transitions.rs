@@ -200,7 +200,9 @@ impl Coordinator {
         }
         g.pending_final = None;
         g.continuations.clear();
-        if status == Status::Cancelled && self.reg.is_current(r) {
+        // Shutdown closes all presence, including generations that finish publishing
+        // after it began.
+        if (status == Status::Cancelled || self.is_shutting_down()) && self.reg.is_current(r) {
             self.close_presence(r);
         }
         self.generation_ended(r);
