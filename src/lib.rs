@@ -3,6 +3,9 @@
 //! `core` is the sans-IO coordinator; `policy` holds pure validators; `sim` runs the core
 //! in virtual time with scripted workers (demo, simulation tests, benchmarks).
 
+pub mod cli;
 pub mod core;
+pub mod demo;
 pub mod policy;
 pub mod sim;
+pub mod text;

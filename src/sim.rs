@@ -209,12 +209,14 @@ impl<S: Scripts> Fleet<S> {
             }
             Effect::AbortWorker { child, .. } => {
                 if let Some(w) = self.workers.get_mut(child) {
-                    if w.hang || w.aborted || w.exited {
-                        w.aborted = true;
+                    let ignores = w.hang || w.aborted || w.exited;
+                    w.aborted = true;
+                    if ignores {
                         return;
                     }
-                    w.aborted = true;
+                    // Abort interrupts: nothing scheduled after now happens any more.
                     w.steps.clear();
+                    w.pending.retain(|(at, _)| *at <= now);
                     let at = w.pending.back().map_or(now, |p| p.0).max(now) + lat.abort;
                     w.pending.push_back((
                         at,
@@ -225,7 +227,6 @@ impl<S: Scripts> Fleet<S> {
                             },
                         ),
                     ));
-                    w.steps.clear();
                 }
             }
             Effect::ReleaseWorker { child } => {

@@ -117,15 +117,15 @@ impl CancelCause {
         match self {
             CancelCause::Stop => "stopped by the parent runtime".to_owned(),
             CancelCause::Limit(LimitReason::Requests) => format!(
-                "cancelled: request limit reached ({} requests; limits.requests is a hard limit)",
+                "request limit reached: {} requests used (limits.requests is a hard limit)",
                 limits.requests
             ),
             CancelCause::Limit(LimitReason::Tools) => format!(
-                "cancelled: tool limit reached ({} tool calls; limits.tools is a hard limit)",
+                "tool limit reached: {} tool calls used (limits.tools is a hard limit)",
                 limits.tools
             ),
-            CancelCause::Ancestor => "cancelled because an ancestor was cancelled".to_owned(),
-            CancelCause::Shutdown => "cancelled: the parent runtime shut down".to_owned(),
+            CancelCause::Ancestor => "an ancestor was cancelled, so its subtree was too".to_owned(),
+            CancelCause::Shutdown => "the parent runtime shut down".to_owned(),
         }
     }
 }

@@ -1,0 +1,237 @@
+//! Untrusted text (assignments, model and tool output, file names) is cleaned once, where
+//! it enters a terminal-facing surface, into [`SafeText`].
+//!
+//! Removed: escape sequences (CSI, OSC, DCS, SOS, PM, APC, and their 8-bit C1 forms), every
+//! other C0/C1 control and DEL, and bidirectional controls. Tabs become spaces. Newlines are
+//! kept only where the caller allows multi-line text.
+
+use std::fmt;
+
+/// Text that is safe to write to a terminal.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct SafeText(String);
+
+impl SafeText {
+    /// One line: newlines and carriage returns become spaces.
+    pub fn line(raw: &str) -> Self {
+        Self(clean(raw, false))
+    }
+
+    /// Several lines: `\n` is kept, everything else is cleaned.
+    pub fn lines(raw: &str) -> Self {
+        Self(clean(raw, true))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl fmt::Display for SafeText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl AsRef<str> for SafeText {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+const TAB_WIDTH: usize = 4;
+
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Where an escape sequence ends. Returns how many chars (after the introducer) to skip.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Escape {
+    /// CSI: parameters and intermediates, then one final byte 0x40..=0x7E.
+    Csi,
+    /// OSC, DCS, SOS, PM, APC: a string terminated by BEL or ST (ESC \ or 0x9C).
+    String,
+}
+
+fn clean(raw: &str, keep_newlines: bool) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let mut chars = raw.chars().peekable();
+    let mut column = 0usize;
+    while let Some(c) = chars.next() {
+        let escape = match c {
+            '\u{1b}' => match chars.peek().copied() {
+                Some('[') => {
+                    chars.next();
+                    Some(Escape::Csi)
+                }
+                Some(']' | 'P' | 'X' | '^' | '_') => {
+                    chars.next();
+                    Some(Escape::String)
+                }
+                Some(next) if ('\u{20}'..='\u{7e}').contains(&next) => {
+                    // Two-character escapes (ESC 7, ESC c, ESC ( B …): drop intermediates
+                    // and the final byte.
+                    while chars
+                        .peek()
+                        .is_some_and(|n| ('\u{20}'..='\u{2f}').contains(n))
+                    {
+                        chars.next();
+                    }
+                    chars.next();
+                    continue;
+                }
+                _ => continue,
+            },
+            '\u{9b}' => Some(Escape::Csi),
+            '\u{9d}' | '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}' => Some(Escape::String),
+            _ => None,
+        };
+        match escape {
+            Some(Escape::Csi) => {
+                for n in chars.by_ref() {
+                    if ('\u{40}'..='\u{7e}').contains(&n) {
+                        break;
+                    }
+                }
+                continue;
+            }
+            Some(Escape::String) => {
+                while let Some(n) = chars.next() {
+                    if n == '\u{7}' || n == '\u{9c}' {
+                        break;
+                    }
+                    if n == '\u{1b}' {
+                        if chars.peek() == Some(&'\\') {
+                            chars.next();
+                        }
+                        break;
+                    }
+                }
+                continue;
+            }
+            None => {}
+        }
+        match c {
+            '\n' if keep_newlines => {
+                out.push('\n');
+                column = 0;
+            }
+            '\n' | '\r' => {
+                if !out.ends_with(' ') && !out.is_empty() {
+                    out.push(' ');
+                    column += 1;
+                }
+            }
+            '\t' => {
+                let spaces = TAB_WIDTH - column % TAB_WIDTH;
+                out.extend(std::iter::repeat_n(' ', spaces));
+                column += spaces;
+            }
+            c if c.is_control() || is_bidi_control(c) => {}
+            c => {
+                out.push(c);
+                column += 1;
+            }
+        }
+    }
+    out
+}
+
+/// Display width in terminal columns (graphemes, East Asian wide characters count 2).
+pub fn width(text: &str) -> usize {
+    unicode_width::UnicodeWidthStr::width(text)
+}
+
+/// Fit `text` into `max` columns, cutting at a grapheme boundary and marking the cut with `…`.
+pub fn fit(text: &str, max: usize) -> String {
+    use unicode_segmentation::UnicodeSegmentation;
+    if width(text) <= max {
+        return text.to_owned();
+    }
+    if max == 0 {
+        return String::new();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for g in text.graphemes(true) {
+        let w = width(g);
+        if used + w > max - 1 {
+            break;
+        }
+        out.push_str(g);
+        used += w;
+    }
+    out.push('…');
+    out
+}
+
+/// `fit`, then pad with spaces to exactly `columns`.
+pub fn pad(text: &str, columns: usize) -> String {
+    let fitted = fit(text, columns);
+    let w = width(&fitted);
+    format!("{fitted}{}", " ".repeat(columns.saturating_sub(w)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{SafeText, fit, pad, width};
+
+    #[test]
+    fn fitting_counts_columns_not_bytes() {
+        assert_eq!(fit("日本語テキスト", 7), "日本語…");
+        assert!(width(&fit("日本語テキスト", 7)) <= 7);
+        assert_eq!(fit("short", 10), "short");
+        assert_eq!(fit("abcdef", 4), "abc…");
+        assert_eq!(fit("abc", 0), "");
+        assert_eq!(width(&pad("ab", 5)), 5);
+        assert_eq!(width(&pad("日本語テキスト", 6)), 6);
+    }
+
+    #[test]
+    fn escape_sequences_of_every_kind_are_removed() {
+        let cases = [
+            ("\u{1b}[31mred\u{1b}[0m", "red"),
+            ("a\u{1b}]0;title\u{7}b", "ab"),
+            (
+                "a\u{1b}]8;;http://x\u{1b}\\link\u{1b}]8;;\u{1b}\\b",
+                "alinkb",
+            ),
+            ("a\u{1b}Pdcs data\u{1b}\\b", "ab"),
+            ("a\u{1b}Xsos\u{1b}\\b", "ab"),
+            ("a\u{1b}^pm\u{1b}\\b", "ab"),
+            ("a\u{1b}_apc\u{1b}\\b", "ab"),
+            ("a\u{9b}2Jb", "ab"),
+            ("a\u{9d}osc\u{9c}b", "ab"),
+            ("a\u{1b}cb", "ab"),
+            ("a\u{1b}(Bb", "ab"),
+            ("bell\u{7}\u{8}\u{7f}", "bell"),
+            ("a\u{202e}evil\u{2066}b", "aevilb"),
+        ];
+        for (raw, want) in cases {
+            assert_eq!(SafeText::line(raw).as_str(), want, "input {raw:?}");
+        }
+    }
+
+    #[test]
+    fn tabs_expand_and_newlines_follow_the_mode() {
+        assert_eq!(SafeText::line("a\tb").as_str(), "a   b");
+        assert_eq!(
+            SafeText::line("one\ntwo\r\nthree").as_str(),
+            "one two three"
+        );
+        assert_eq!(SafeText::lines("one\ntwo").as_str(), "one\ntwo");
+    }
+
+    #[test]
+    fn ordinary_unicode_is_kept() {
+        assert_eq!(
+            SafeText::line("résumé ✓ 日本語").as_str(),
+            "résumé ✓ 日本語"
+        );
+    }
+}
