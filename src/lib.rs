@@ -8,4 +8,5 @@ pub mod core;
 pub mod demo;
 pub mod policy;
 pub mod sim;
+pub mod store;
 pub mod text;

@@ -1,4 +1,8 @@
-//! Pure validators and resolvers over plain data (no IO). Each returns every problem it
-//! finds, each naming the field.
+//! Pure validators and resolvers over plain data (no IO; file facts come through
+//! [`fs_view::FsView`]). Each returns every problem it finds, each naming the field.
 
+pub mod fs_view;
+pub mod problem;
 pub mod scheduling;
+
+pub use problem::{Problem, Problems};

@@ -1,0 +1,3 @@
+//! Storage adapters: the real file system behind `policy::fs_view::FsView`.
+
+pub mod fs;
