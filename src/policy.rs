@@ -1,8 +1,11 @@
 //! Pure validators and resolvers over plain data (no IO; file facts come through
 //! [`fs_view::FsView`]). Each returns every problem it finds, each naming the field.
 
+pub mod capabilities;
 pub mod fs_view;
 pub mod problem;
+pub mod profiles;
+pub mod request;
 pub mod scheduling;
 
 pub use problem::{Problem, Problems};
