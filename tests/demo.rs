@@ -95,7 +95,7 @@ fn demo_command_prints_timeline_and_outcomes() {
     assert!(text.contains("Outcomes (every generation"));
     for line in text.lines() {
         // Full identities may exceed the width; every other line fits.
-        if !line.trim_start().chars().nth(8).is_some_and(|c| c == '-') {
+        if line.trim_start().chars().nth(8) != Some('-') {
             assert!(
                 slate::text::width(line) <= 100,
                 "line wider than 100 columns: {line:?}"

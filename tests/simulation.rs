@@ -8,7 +8,13 @@
 //! `SLATE_SIM_SEEDS=N` runs N seeds (default 500), `SLATE_SIM_STEPS=N` steps per seed
 //! (default 2000).
 
+#![allow(
+    clippy::cast_possible_truncation,
+    reason = "the test RNG draws small ranges; every cast value fits"
+)]
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt::Write as _;
 
 use slate::core::{
     BuiltinTool, CallId, ChildRef, ChildSnapshot, CoordinationAction, Delivery, Effect, Input,
@@ -18,7 +24,7 @@ use slate::core::{
 use slate::policy::scheduling::SchedulingPolicy;
 use slate::sim::{Fleet, Script, Source, Step};
 
-/// SplitMix64: a small deterministic generator (no dependency, stable across versions).
+/// `SplitMix64`: a small deterministic generator (no dependency, stable across versions).
 #[derive(Clone)]
 struct Rng(u64);
 
@@ -249,7 +255,7 @@ impl Sim {
         }
     }
 
-    fn request(&mut self, label: String, build: impl FnOnce(RequestId) -> Input) {
+    fn request(&mut self, label: impl std::fmt::Display, build: impl FnOnce(RequestId) -> Input) {
         let id = self.fleet.request_id();
         self.model.requests.insert(id);
         let input = build(id);
@@ -276,12 +282,16 @@ impl Sim {
         let queue_before: Vec<ChildRef> = self.fleet.coord.queued().collect();
         let effects = self.fleet.deliver(source);
         if let Some(last) = self.trace.last_mut() {
-            last.push_str(&format!(" -> t={}", self.fleet.now()));
+            let _ = write!(last, " -> t={}", self.fleet.now());
         }
         self.check(&queue_before, &effects);
     }
 
     /// One random step.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one flat table of weighted operations"
+    )]
     fn step(&mut self) {
         let sources = self.fleet.sources();
         let roll = self.rng.below(100);
@@ -514,7 +524,7 @@ impl Sim {
         }
     }
 
-    fn fail(&self, why: String) -> ! {
+    fn fail(&self, why: impl std::fmt::Display) -> ! {
         let tail: Vec<&String> = self.trace.iter().rev().take(40).collect();
         let mut lines = String::new();
         for line in tail.into_iter().rev() {
@@ -581,7 +591,7 @@ impl Sim {
                     }
                     if let Ok(Reply::Admitted { call, children }) = result {
                         if self.model.shutdown_requested {
-                            self.fail("admission after shutdown".into());
+                            self.fail("admission after shutdown");
                         }
                         if self.model.nested_requests.contains(request)
                             && children.iter().any(|c| c.status == Status::Queued)
@@ -605,7 +615,7 @@ impl Sim {
                         let what = match (o.status, o.limit_reason, o.pause_reason) {
                             (_, Some(l), _) => format!("outcome limit {l:?}"),
                             (_, _, Some(p)) => format!("outcome paused {p:?}"),
-                            (status, _, _) => format!("outcome {status}"),
+                            (final_status, _, _) => format!("outcome {final_status}"),
                         };
                         *self.model.seen.entry(what).or_default() += 1;
                     }
@@ -640,12 +650,12 @@ impl Sim {
                         ));
                     }
                     if w.delivery == Delivery::Silent && w.initiator != Party::Root {
-                        self.fail("silent delivery for a non-root call".into());
+                        self.fail("silent delivery for a non-root call");
                     }
                 }
                 Effect::ShutdownComplete => {
                     if !self.model.shutdown_requested || self.model.shutdown_complete {
-                        self.fail("unexpected ShutdownComplete".into());
+                        self.fail("unexpected ShutdownComplete");
                     }
                     self.model.shutdown_complete = true;
                 }
@@ -738,7 +748,7 @@ impl Sim {
                 .iter()
                 .any(|r| queue_before.contains(r))
         {
-            self.fail("a newly queued assignment overtook an older one".into());
+            self.fail("a newly queued assignment overtook an older one");
         }
         for r in &queue_after {
             match coord.snapshot(*r) {
@@ -858,7 +868,7 @@ impl Sim {
             }
         }
         if identities < self.model.identities {
-            self.fail("an identity disappeared".into());
+            self.fail("an identity disappeared");
         }
         self.model.identities = identities;
         if stats.admitted_messages < self.model.admitted_messages
@@ -874,7 +884,7 @@ impl Sim {
             self.fail(format!("{} pending waiters", stats.pending_waiters));
         }
         if coord.root_inbox_len() > bounds::MAILBOX_MESSAGES {
-            self.fail("root mailbox above 64".into());
+            self.fail("root mailbox above 64");
         }
 
         // Exactly one outcome per call: a drained call without an outcome is a lost outcome.
@@ -901,13 +911,13 @@ impl Sim {
 
     /// Shut down and drive to completion, then check the end state.
     fn finish(&mut self) {
-        self.request("shutdown".into(), |request| Input::Shutdown { request });
+        self.request("shutdown", |request| Input::Shutdown { request });
         let mut guard = 0;
         while let Some((_, source)) = self.fleet.sources().into_iter().min() {
             self.deliver(source);
             guard += 1;
             if guard > 100_000 {
-                self.fail("shutdown never drained".into());
+                self.fail("shutdown never drained");
             }
         }
         if !self.model.shutdown_complete {
@@ -954,14 +964,14 @@ fn env_u64(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-fn run_seed(seed: u64, steps: u64, seen: &mut BTreeMap<String, u64>) -> (usize, usize) {
+fn run_seed(seed: u64, steps: u64, paths: &mut BTreeMap<String, u64>) -> (usize, usize) {
     let mut sim = Sim::new(seed);
     for _ in 0..steps {
         sim.step();
     }
     sim.finish();
     for (k, v) in &sim.model.seen {
-        *seen.entry(k.clone()).or_default() += v;
+        *paths.entry(k.clone()).or_default() += v;
     }
     (sim.model.identities, sim.model.outcomes.len())
 }
@@ -971,9 +981,9 @@ fn deterministic_simulation_keeps_every_invariant() {
     let steps = env_u64("SLATE_SIM_STEPS", 2000);
     if let Ok(seed) = std::env::var("SLATE_SIM_SEED") {
         let seed: u64 = seed.parse().expect("SLATE_SIM_SEED is a number");
-        let mut seen = BTreeMap::new();
-        let (identities, outcomes) = run_seed(seed, steps, &mut seen);
-        println!("seed {seed}: {identities} identities, {outcomes} window outcomes\n{seen:#?}");
+        let mut paths = BTreeMap::new();
+        let (identities, outcomes) = run_seed(seed, steps, &mut paths);
+        println!("seed {seed}: {identities} identities, {outcomes} window outcomes\n{paths:#?}");
         return;
     }
     let seeds = env_u64("SLATE_SIM_SEEDS", 500);

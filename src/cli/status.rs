@@ -13,9 +13,10 @@ pub fn run(printer: &Printer, target: Option<&str>) -> ExitCode {
         printer.error(&format!("target {target:?}: {e}"));
         return ExitCode::Usage;
     }
-    let cwd = std::env::current_dir()
-        .map(|d| crate::text::SafeText::line(&d.display().to_string()).into_string())
-        .unwrap_or_else(|_| "the current directory".to_owned());
+    let cwd = std::env::current_dir().map_or_else(
+        |_| "the current directory".to_owned(),
+        |d| crate::text::SafeText::line(&d.display().to_string()).into_string(),
+    );
     printer.error(&format!(
         "no Slate coordinator is reachable for {cwd}. This build runs fleets embedded \
          (`slate demo`); a serving coordinator (`slate serve`) is not part of it yet."

@@ -27,6 +27,14 @@ impl Coordinator {
             Err(refusal) => return self.reply(request, Err(refusal)),
         };
         let count = u32::try_from(tasks.len()).unwrap_or(u32::MAX);
+        // Grow the registry and the per-call scratch once for the whole batch (each item
+        // adds an identity, an index entry, a changed ref, an `ArmTimer` and a `Changed`).
+        let n = tasks.len();
+        self.reg.identities.reserve(n);
+        self.reg.index.reserve(n);
+        self.scratch.changed.reserve(n);
+        self.scratch.changed_set.reserve(n);
+        self.scratch.out.reserve(2 * n + 1);
         let mut refs = Vec::with_capacity(tasks.len());
         for (spec, limits) in tasks.into_iter().zip(limits) {
             refs.push(self.create_identity(actor, spec, limits));

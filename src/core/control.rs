@@ -310,6 +310,12 @@ impl Coordinator {
     pub(crate) fn shutdown(&mut self, request: RequestId) {
         if self.lifecycle == Lifecycle::Open {
             self.lifecycle = Lifecycle::ShuttingDown;
+            // Wake waiters first: cancelling a generation would end its own waits as
+            // `cancelled`, but at shutdown every waiter learns `shutdown`.
+            let waiters: Vec<_> = self.waiters.keys().copied().collect();
+            for waiter in waiters {
+                self.resolve_waiter(waiter, WaitResult::Shutdown);
+            }
             let current: Vec<ChildRef> = self
                 .reg
                 .identities
@@ -318,10 +324,6 @@ impl Coordinator {
                 .collect();
             for r in current {
                 self.mark_cancel(r, CancelCause::Shutdown);
-            }
-            let waiters: Vec<_> = self.waiters.keys().copied().collect();
-            for waiter in waiters {
-                self.resolve_waiter(waiter, WaitResult::Shutdown);
             }
         }
         self.reply(request, Ok(Reply::Ok));

@@ -231,12 +231,21 @@ impl Coordinator {
         }
         self.pump();
         self.check_shutdown_complete();
-        let changed = std::mem::take(&mut self.scratch.changed);
-        self.scratch.changed_set.clear();
-        self.scratch
-            .out
-            .extend(changed.into_iter().map(Effect::Changed));
-        std::mem::take(&mut self.scratch.out)
+        self.take_effects()
+    }
+
+    /// The collected effects, then one `Changed` per changed generation. `changed` is
+    /// drained (not taken) and `changed_set` cleared, so both keep their capacity.
+    fn take_effects(&mut self) -> Vec<Effect> {
+        let Scratch {
+            out,
+            changed,
+            changed_set,
+            ..
+        } = &mut self.scratch;
+        changed_set.clear();
+        out.extend(changed.drain(..).map(Effect::Changed));
+        std::mem::take(out)
     }
 
     // ---- reads ------------------------------------------------------------------------

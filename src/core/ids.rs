@@ -171,7 +171,7 @@ impl fmt::Display for MessageId {
     }
 }
 
-/// Deterministic version-4 UUIDs from a seed (SplitMix64). The runtime seeds it from the OS;
+/// Deterministic version-4 UUIDs from a seed (`SplitMix64`). The runtime seeds it from the OS;
 /// tests and the simulation seed it themselves so every run replays exactly.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IdSource {

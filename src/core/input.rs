@@ -150,6 +150,8 @@ pub enum WorkerEvent {
     MessageQueued {
         message: MessageId,
     },
+    /// An input handler of the worker consumed the message (`handled`).
+    MessageHandled { message: MessageId },
     /// The exact message entered the worker's transcript (`delivered`).
     MessageDelivered {
         message: MessageId,

@@ -257,8 +257,14 @@ impl Coordinator {
         if m.recipient != Party::Child(r) || m.status.is_final() {
             return;
         }
-        // Receipts only move forward.
-        if status == ReceiptStatus::Queued && m.status != ReceiptStatus::Accepted {
+        // Receipts only move forward: accepted → queued → handled → a final state.
+        let rank = |s: ReceiptStatus| match s {
+            ReceiptStatus::Accepted => 0,
+            ReceiptStatus::Queued => 1,
+            ReceiptStatus::Handled => 2,
+            ReceiptStatus::Delivered | ReceiptStatus::NotRunning | ReceiptStatus::Error => 3,
+        };
+        if rank(status) <= rank(m.status) {
             return;
         }
         m.status = status;

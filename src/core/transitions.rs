@@ -50,6 +50,9 @@ impl Coordinator {
                         reason: AbortReason::Cancel(cause),
                     });
                 }
+                // Cancellation closes child action admission and wakes its pending waits now,
+                // not after drain: a worker blocked in `wait` must see the abort.
+                self.cancel_own_waits(r);
             }
             Status::Paused => {
                 let error = cause.explanation(&self.gen_ref(r).snap.limits);
@@ -59,7 +62,13 @@ impl Coordinator {
                 self.finalize(r, Status::Cancelled, Some(error));
             }
             Status::Draining => {
-                // Already cancelling, or publishing a resolved prompt: both keep their course.
+                // Already cancelling, or publishing a resolved prompt: both keep their course
+                // (the decided final status stands), but a stop still closes presence at
+                // disposal, so the cancel intent is recorded.
+                let g = self.gen_mut(r);
+                if g.intent.is_none() {
+                    g.intent = Some(Intent::Cancel(cause));
+                }
             }
             Status::Settled | Status::Failed | Status::Cancelled => {
                 if disposed && self.reg.is_current(r) {
@@ -114,6 +123,7 @@ impl Coordinator {
                         child: member,
                         reason: AbortReason::Pause(reason),
                     });
+                    self.cancel_own_waits(member);
                 }
                 _ => {}
             }
@@ -202,7 +212,10 @@ impl Coordinator {
         g.continuations.clear();
         // Shutdown closes all presence, including generations that finish publishing
         // after it began.
-        if (status == Status::Cancelled || self.is_shutting_down()) && self.reg.is_current(r) {
+        let stopped = matches!(g.intent, Some(Intent::Cancel(_)));
+        if (status == Status::Cancelled || stopped || self.is_shutting_down())
+            && self.reg.is_current(r)
+        {
             self.close_presence(r);
         }
         self.generation_ended(r);
@@ -295,6 +308,11 @@ impl Coordinator {
                 self.wake_receipt_waiters(id);
             }
         }
+        self.cancel_own_waits(r);
+    }
+
+    /// End the pending waits of generation `r` as `cancelled`.
+    fn cancel_own_waits(&mut self, r: ChildRef) {
         let actor = Party::Child(r);
         let own: Vec<_> = self
             .waiters

@@ -36,25 +36,26 @@ impl Coordinator {
                 self.prompt_resolved(r, Some(format!("setup failed: {error}")), false);
             }
             WorkerEvent::RequestStart => self.request_started(r),
-            WorkerEvent::ToolStart { name } => self.tool_started(r, &name),
+            WorkerEvent::ToolStart { name } => self.tool_started(r, name),
             WorkerEvent::ToolEnd { name, is_error } => {
-                let line = if is_error {
-                    format!("{name} failed")
-                } else {
-                    format!("{name} done")
-                };
+                // `"{name} failed"` / `"{name} done"`, reusing the name's allocation.
+                let mut line = name;
+                line.push_str(if is_error { " failed" } else { " done" });
                 self.gen_mut(r).snap.activity = Some(line);
             }
             WorkerEvent::AssistantMessage { text, usage } => self.assistant_message(r, text, usage),
             WorkerEvent::Activity(line) => {
-                self.gen_mut(r).snap.activity = Some(clip_chars(&line, ACTIVITY_CHARS));
+                self.gen_mut(r).snap.activity = Some(clip_owned(line, ACTIVITY_CHARS));
             }
             WorkerEvent::Progress(text) => {
-                self.gen_mut(r).snap.progress = Some(clip_chars(&text, PROGRESS_CHARS));
+                self.gen_mut(r).snap.progress = Some(clip_owned(text, PROGRESS_CHARS));
             }
             WorkerEvent::Context(usage) => self.gen_mut(r).snap.telemetry.context = Some(usage),
             WorkerEvent::MessageQueued { message } => {
                 self.advance_receipt(r, message, ReceiptStatus::Queued, None);
+            }
+            WorkerEvent::MessageHandled { message } => {
+                self.advance_receipt(r, message, ReceiptStatus::Handled, None);
             }
             WorkerEvent::MessageDelivered { message } => {
                 self.advance_receipt(r, message, ReceiptStatus::Delivered, None);
@@ -84,7 +85,7 @@ impl Coordinator {
     }
 
     /// Tool guard: entered executions count; the first one over the limit cancels.
-    fn tool_started(&mut self, r: ChildRef, name: &str) {
+    fn tool_started(&mut self, r: ChildRef, name: String) {
         let g = self.gen_ref(r);
         if g.worker.settled {
             return;
@@ -95,7 +96,10 @@ impl Coordinator {
         }
         let g = self.gen_mut(r);
         g.snap.tool_calls += 1;
-        g.snap.activity = Some(clip_chars(&format!("{name} …"), ACTIVITY_CHARS));
+        // `"{name} …"`, reusing the name's allocation.
+        let mut line = name;
+        line.push_str(" …");
+        g.snap.activity = Some(clip_owned(line, ACTIVITY_CHARS));
     }
 
     fn assistant_message(&mut self, r: ChildRef, text: String, usage: Option<Usage>) {
@@ -217,11 +221,24 @@ impl Coordinator {
 
 /// At most `max` characters, with `…` marking a cut.
 pub fn clip_chars(text: &str, max: usize) -> String {
+    // At most `max` bytes is at most `max` characters: nothing to cut, no need to count.
+    if text.len() <= max {
+        return text.to_owned();
+    }
     match text.char_indices().nth(max) {
         None => text.to_owned(),
         Some(_) => {
             let cut: String = text.chars().take(max.saturating_sub(1)).collect();
             format!("{cut}…")
         }
+    }
+}
+
+/// [`clip_chars`] of an owned string, reusing its allocation when nothing is cut.
+fn clip_owned(text: String, max: usize) -> String {
+    if text.len() <= max {
+        text
+    } else {
+        clip_chars(&text, max)
     }
 }
