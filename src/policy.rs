@@ -7,5 +7,8 @@ pub mod problem;
 pub mod profiles;
 pub mod request;
 pub mod scheduling;
+pub mod task_file;
+pub mod trust;
+pub mod workspace;
 
 pub use problem::{Problem, Problems};

@@ -35,4 +35,12 @@ pub trait FsView {
     fn can_read(&self, path: &Path) -> bool;
     /// The whole content of a file.
     fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
+    /// At most `limit` bytes from the start of a file, so a file that grew after its size was
+    /// checked cannot make the caller read an unbounded amount. Callers that must tell "exactly
+    /// `n`" from "more than `n`" ask for `n + 1`. The default reads everything and cuts.
+    fn read_at_most(&self, path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+        let mut bytes = self.read(path)?;
+        bytes.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+        Ok(bytes)
+    }
 }

@@ -1,6 +1,6 @@
 //! `FsView` over `std::fs`.
 
-use std::io;
+use std::io::{self, Read};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -50,5 +50,20 @@ impl FsView for RealFs {
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         std::fs::read(path)
+    }
+
+    fn read_at_most(&self, path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+        let file = std::fs::File::open(path)?;
+        // The caller checked the path was a regular file; refuse anything swapped in since
+        // (reading a directory errors anyway, a device could stream forever).
+        if !file.metadata()?.is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "not a regular file",
+            ));
+        }
+        let mut bytes = Vec::new();
+        file.take(limit).read_to_end(&mut bytes)?;
+        Ok(bytes)
     }
 }
