@@ -2,6 +2,7 @@
 
 mod demo;
 pub mod printer;
+mod profiles;
 mod status;
 
 use clap::{Parser, Subcommand};
@@ -43,6 +44,19 @@ pub enum Command {
         #[arg(long, default_value_t = 7)]
         seed: u64,
     },
+    /// Show the resolved subagent profiles and tool policy for this directory
+    /// (bundled → operator → trusted project).
+    Profiles {
+        /// Trust this project's `.pi/` config for this command (pi's `--approve`).
+        #[arg(long, conflicts_with = "no_approve")]
+        approve: bool,
+        /// Do not trust this project's `.pi/` config for this command (pi's `--no-approve`).
+        #[arg(long)]
+        no_approve: bool,
+        /// Print each profile's full role prompt.
+        #[arg(long)]
+        prompts: bool,
+    },
     /// Show the fleet of the coordinator serving this directory (same as `subagent-status`).
     Status {
         /// `UUID@generation` of one generation to show.
@@ -55,6 +69,20 @@ pub fn run(cli: Cli) -> ExitCode {
     let printer = Printer::new(cli.json);
     match cli.command {
         Command::Demo { seed } => demo::run(&printer, seed),
+        Command::Profiles {
+            approve,
+            no_approve,
+            prompts,
+        } => {
+            let decision = if approve {
+                Some(true)
+            } else if no_approve {
+                Some(false)
+            } else {
+                None
+            };
+            profiles::run(&printer, decision, prompts)
+        }
         Command::Status { target } => status::run(&printer, target.as_deref()),
     }
 }

@@ -4,6 +4,7 @@
 //! in virtual time with scripted workers (demo, simulation tests, benchmarks).
 
 pub mod cli;
+pub mod config;
 pub mod core;
 pub mod demo;
 pub mod policy;

@@ -3,12 +3,17 @@
 
 pub mod capabilities;
 pub mod fs_view;
+pub mod model;
+pub mod preview;
 pub mod problem;
 pub mod profiles;
 pub mod request;
+pub mod resolve;
 pub mod scheduling;
+pub mod schema;
 pub mod task_file;
 pub mod trust;
+pub mod version;
 pub mod workspace;
 
 pub use problem::{Problem, Problems};

@@ -29,3 +29,5 @@ pub const WAIT_MIN_MS: u64 = 1;
 pub const WAIT_MAX_MS: u64 = 60_000;
 /// The activity line kept on a snapshot (characters).
 pub const ACTIVITY_CHARS: usize = 240;
+/// Validation errors kept per structured-result submission.
+pub const SUBMISSION_ERRORS: usize = 32;

@@ -364,6 +364,7 @@ fn intersect_grants(previous: &TaskSpec, renewal: Renewal) -> TaskSpec {
         profile: previous.profile,
         cwd: previous.cwd.clone(),
         model: previous.model.clone(),
+        models: previous.models.clone(),
         tools: keep(&previous.tools, &renewal.tools),
         leaf_tools: keep(&previous.leaf_tools, &renewal.leaf_tools),
         skills: keep(&previous.skills, &renewal.skills),

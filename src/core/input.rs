@@ -151,7 +151,9 @@ pub enum WorkerEvent {
         message: MessageId,
     },
     /// An input handler of the worker consumed the message (`handled`).
-    MessageHandled { message: MessageId },
+    MessageHandled {
+        message: MessageId,
+    },
     /// The exact message entered the worker's transcript (`delivered`).
     MessageDelivered {
         message: MessageId,

@@ -214,6 +214,10 @@ pub struct TaskSpec {
     pub cwd: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<ModelSelection>,
+    /// The admitted `models` allowlist children of this task are bounded by (`None`:
+    /// unrestricted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub models: Option<Vec<ModelSelection>>,
     /// Effective builtin tools, in role order.
     pub tools: Vec<BuiltinTool>,
     #[serde(default)]
@@ -246,6 +250,7 @@ impl TaskSpec {
             profile,
             cwd: cwd.into(),
             model: None,
+            models: None,
             tools,
             leaf_tools: Vec::new(),
             skills: Vec::new(),

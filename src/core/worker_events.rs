@@ -1,7 +1,7 @@
 //! Applying what workers report: setup, requests and tools (hard limits), output and
 //! telemetry, structured submissions, prompt resolution, exit, and publication.
 
-use crate::core::bounds::{ACTIVITY_CHARS, PROGRESS_CHARS};
+use crate::core::bounds::{ACTIVITY_CHARS, PROGRESS_CHARS, SUBMISSION_ERRORS};
 use crate::core::coordinator::Coordinator;
 use crate::core::effect::Effect;
 use crate::core::ids::ChildRef;
@@ -118,6 +118,10 @@ impl Coordinator {
     }
 
     fn submission(&mut self, r: ChildRef, value: serde_json::Value, errors: Vec<String>) {
+        if self.gen_ref(r).worker.settled {
+            // The prompt already resolved: a late submission cannot change the decided outcome.
+            return;
+        }
         let g = self.gen_mut(r);
         let Some(outcome) = g.snap.outcome.as_mut() else {
             return;
@@ -133,7 +137,7 @@ impl Coordinator {
             outcome.value = Some(value);
         } else {
             outcome.validation = Validation::Invalid;
-            outcome.errors = errors.into_iter().take(32).collect();
+            outcome.errors = errors.into_iter().take(SUBMISSION_ERRORS).collect();
         }
     }
 
