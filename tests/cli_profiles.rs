@@ -1,5 +1,7 @@
 //! `slate profiles`: the resolved `{toolPolicy, profiles}` for the current directory.
 
+#![allow(clippy::unwrap_used, reason = "test fixtures fail loudly")]
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
 

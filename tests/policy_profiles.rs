@@ -1,6 +1,8 @@
 //! Profiles and spawn grants [Subagent Profiles and explicit spawn grants; Restricted general
 //! inheritance] and effective capabilities.
 
+#![allow(clippy::unwrap_used, reason = "test fixtures fail loudly")]
+
 use std::path::PathBuf;
 
 use slate::core::{BuiltinTool, CoordinationAction, Role};
@@ -607,4 +609,63 @@ fn leaf_classification_fails_closed() {
         pi.leaf_tools.is_empty(),
         "pi workers run without extensions: no leaf is callable"
     );
+}
+
+mod arbitrary {
+    use proptest::prelude::*;
+    use slate::policy::profiles::{ConfigFile, resolve};
+    use slate::store::fs::RealFs;
+
+    fn config_json() -> impl Strategy<Value = String> {
+        let leaf = prop_oneof![
+            Just("null".to_owned()),
+            Just("true".to_owned()),
+            any::<i64>().prop_map(|n| n.to_string()),
+            prop_oneof![
+                Just("\"read\""),
+                Just("\"bash\""),
+                Just("\"scout\""),
+                Just("\"general\""),
+                Just("\"message\""),
+                Just("\"/x.md\"")
+            ]
+            .prop_map(str::to_owned),
+        ];
+        let keys = prop_oneof![
+            Just("scout"),
+            Just("review"),
+            Just("general"),
+            Just("implementation"),
+            Just("scheduling"),
+            Just("tools"),
+            Just("spawn"),
+            Just("skills"),
+            Just("leafTools"),
+            Just("coordination"),
+            Just("concurrency"),
+            Just("prompt"),
+            Just("x"),
+        ];
+        leaf.prop_recursive(3, 40, 5, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4)
+                    .prop_map(|v| format!("[{}]", v.join(","))),
+                prop::collection::vec((keys.clone(), inner), 0..5).prop_map(|kv| format!(
+                    "{{{}}}",
+                    kv.iter()
+                        .map(|(k, v)| format!("\"{k}\":{v}"))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                )),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn resolution_never_panics_on_arbitrary_config(operator in config_json(), project in config_json(), bytes in ".{0,40}") {
+            let _ = resolve(ConfigFile { path: "/a", text: Some(&operator) }, ConfigFile { path: "/p", text: Some(&project) }, true, &RealFs);
+            let _ = resolve(ConfigFile { path: "/a", text: Some(&bytes) }, ConfigFile { path: "/p", text: None }, false, &RealFs);
+        }
+    }
 }

@@ -1,6 +1,8 @@
 //! Policy wired into admission: a request is parsed, resolved by policy (profiles, grants,
 //! workspaces, task files, schemas, models, capabilities), then admitted atomically.
 
+#![allow(clippy::unwrap_used, reason = "test fixtures fail loudly")]
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 

@@ -107,29 +107,25 @@ impl Coordinator {
                 });
             }
         }
-        match delegator {
-            Some((parent, g)) => {
-                let max = self.policy.spawns.min(g.snap.limits.spawns);
-                if g.snap.spawns as usize + tasks.len() > max as usize {
-                    return Err(Refusal::SpawnBudgetExhausted {
-                        actor: parent,
-                        used: g.snap.spawns,
-                        requested: tasks.len(),
-                        max,
-                    });
-                }
-                let writers: Vec<bool> = tasks.iter().map(TaskSpec::is_writer).collect();
-                self.check_immediate_capacity(&writers)?;
+        let writers: Vec<bool> = tasks.iter().map(TaskSpec::is_writer).collect();
+        if let Some((parent, g)) = delegator {
+            let max = self.policy.spawns.min(g.snap.limits.spawns);
+            if g.snap.spawns as usize + tasks.len() > max as usize {
+                return Err(Refusal::SpawnBudgetExhausted {
+                    actor: parent,
+                    used: g.snap.spawns,
+                    requested: tasks.len(),
+                    max,
+                });
             }
-            None => {
-                let writers: Vec<bool> = tasks.iter().map(TaskSpec::is_writer).collect();
-                let waiting = self.waiting_after(&writers);
-                if waiting > self.policy.queue as usize {
-                    return Err(Refusal::QueueFull {
-                        waiting,
-                        capacity: self.policy.queue,
-                    });
-                }
+            self.check_immediate_capacity(&writers)?;
+        } else {
+            let waiting = self.waiting_after(&writers);
+            if waiting > self.policy.queue as usize {
+                return Err(Refusal::QueueFull {
+                    waiting,
+                    capacity: self.policy.queue,
+                });
             }
         }
         Ok(limits)

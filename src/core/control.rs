@@ -22,10 +22,10 @@ impl Coordinator {
         }
     }
 
-    fn snapshot_reply(&self, r: ChildRef) -> Result<Reply, Refusal> {
-        Ok(Reply::Snapshot {
+    fn snapshot_reply(&self, r: ChildRef) -> Reply {
+        Reply::Snapshot {
             child: Box::new(self.gen_ref(r).snap.clone()),
-        })
+        }
     }
 
     fn reply_admitted(&mut self, request: RequestId, call: crate::core::ids::CallId, r: ChildRef) {
@@ -39,7 +39,7 @@ impl Coordinator {
         Self::require_root(actor, "stop")?;
         self.reg.current(target)?;
         self.cancel_subtree(target, CancelCause::Stop);
-        self.snapshot_reply(target)
+        Ok(self.snapshot_reply(target))
     }
 
     /// Validate every target, then mark the whole set before any dequeue.
@@ -83,7 +83,7 @@ impl Coordinator {
             self.reg.identities[slot].parked = true;
         }
         self.mark_changed(target);
-        self.snapshot_reply(target)
+        Ok(self.snapshot_reply(target))
     }
 
     /// Continue a drained paused generation: same identity, generation and conversation,
@@ -235,7 +235,8 @@ impl Coordinator {
         if !is_nonblank(&renewal.assignment) {
             return Err(Refusal::BlankAssignment { index: 0 });
         }
-        let spec = intersect_grants(&previous.spec, renewal.clone());
+        let requested_limits = renewal.limits;
+        let spec = intersect_grants(&previous.spec, renewal);
         if spec.tools.is_empty() {
             return Err(Refusal::EmptyToolSet { index: 0 });
         }
@@ -260,7 +261,7 @@ impl Coordinator {
             }
             _ => self.check_queue_room(writer)?,
         }
-        let limits = narrow_limits(0, ceiling, &renewal.limits)?;
+        let limits = narrow_limits(0, ceiling, &requested_limits)?;
         Ok((spec, limits))
     }
 

@@ -20,6 +20,10 @@ pub(crate) enum Intent {
 
 /// The worker side of one execution window, as reported.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "independent protocol facts of one window"
+)]
 pub(crate) struct WorkerState {
     /// `StartWorker` was emitted for this window.
     pub started: bool,
@@ -97,6 +101,7 @@ impl Identity {
             return Presence::Stopped;
         }
         let snap = &self.current().snap;
+        #[allow(clippy::match_same_arms, reason = "one arm per lifecycle fact")]
         match snap.status {
             Status::Queued | Status::Setup | Status::Running | Status::Draining => Presence::Active,
             Status::Pausing => Presence::Pausing,

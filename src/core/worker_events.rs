@@ -229,13 +229,11 @@ pub fn clip_chars(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_owned();
     }
-    match text.char_indices().nth(max) {
-        None => text.to_owned(),
-        Some(_) => {
-            let cut: String = text.chars().take(max.saturating_sub(1)).collect();
-            format!("{cut}…")
-        }
+    if text.char_indices().nth(max).is_none() {
+        return text.to_owned();
     }
+    let cut: String = text.chars().take(max.saturating_sub(1)).collect();
+    format!("{cut}…")
 }
 
 /// [`clip_chars`] of an owned string, reusing its allocation when nothing is cut.

@@ -337,7 +337,7 @@ fn apply_profile(
         path,
         "tools",
         problems,
-        |s| BuiltinTool::from_name(s),
+        BuiltinTool::from_name,
         "a builtin tool: read, grep, find, ls, write, edit, bash",
     ) {
         let mut kept = Vec::new();
@@ -540,7 +540,7 @@ fn names<T: PartialEq>(
         let at = index(&field, i);
         match item.as_str() {
             Some(s) if seen.contains(&s) => {
-                problems.push(Problem::new(at, "duplicate entry").json(item))
+                problems.push(Problem::new(at, "duplicate entry").json(item));
             }
             Some(s) => match parse(s) {
                 Some(parsed) => {

@@ -61,6 +61,10 @@ pub fn resolve_call(
     }
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "one step per policy paragraph, in order"
+)]
 fn resolve_task(task: &TaskRequest, ctx: &ResolveContext<'_>) -> Result<TaskSpec, Vec<Problem>> {
     let mut problems = Vec::new();
     let path = task.path.as_str();
