@@ -38,7 +38,11 @@ pub fn report_problems(printer: &Printer, headline: &str, problems: &[Problem]) 
     if printer.json() {
         printer.value(&serde_json::json!({ "error": headline, "problems": problems }));
     } else {
-        let mut text = format!("{headline} ({} problems):", problems.len());
+        let count = match problems.len() {
+            1 => "1 problem".to_owned(),
+            n => format!("{n} problems"),
+        };
+        let mut text = format!("{headline} ({count}):");
         for p in problems {
             let _ = write!(text, "\n  - {}", SafeText::line(&p.to_string()));
         }
