@@ -363,6 +363,7 @@ fn intersect_grants(previous: &TaskSpec, renewal: Renewal) -> TaskSpec {
     TaskSpec {
         assignment: renewal.assignment,
         profile: previous.profile,
+        role_prompt: previous.role_prompt.clone(),
         cwd: previous.cwd.clone(),
         model: previous.model.clone(),
         models: previous.models.clone(),

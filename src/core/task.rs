@@ -210,6 +210,9 @@ pub struct LimitOverrides {
 pub struct TaskSpec {
     pub assignment: String,
     pub profile: Role,
+    /// The resolved role prompt (bundled, operator or trusted-project text).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub role_prompt: String,
     /// Canonical absolute workspace directory.
     pub cwd: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -248,6 +251,7 @@ impl TaskSpec {
         Self {
             assignment: assignment.into(),
             profile,
+            role_prompt: String::new(),
             cwd: cwd.into(),
             model: None,
             models: None,

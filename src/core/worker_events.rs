@@ -203,21 +203,27 @@ impl Coordinator {
         }
         let g = self.gen_mut(r);
         g.worker.publishing = false;
-        match result {
-            Ok(artifacts) => g.snap.artifacts = Some(artifacts),
-            Err(error) => {
-                let message = format!("artifact persistence failed: {error}");
-                let mut artifacts = g.snap.artifacts.take().unwrap_or_default();
-                artifacts.error = Some(error);
+        // A persistence error (even with the text written) fails an otherwise successful
+        // generation; earlier provider/limit reasons stay primary.
+        let error = match result {
+            Ok(artifacts) => {
+                let error = artifacts.error.clone();
                 g.snap.artifacts = Some(artifacts);
-                // Earlier provider/limit reasons stay primary; success becomes failure.
-                if let Some(pending) = g.pending_final.as_mut()
-                    && pending.status == Status::Settled
-                {
-                    pending.status = Status::Failed;
-                    pending.error = Some(message);
-                }
+                error
             }
+            Err(error) => {
+                let mut artifacts = g.snap.artifacts.take().unwrap_or_default();
+                artifacts.error = Some(error.clone());
+                g.snap.artifacts = Some(artifacts);
+                Some(error)
+            }
+        };
+        if let Some(error) = error
+            && let Some(pending) = g.pending_final.as_mut()
+            && pending.status == Status::Settled
+        {
+            pending.status = Status::Failed;
+            pending.error = Some(format!("artifact persistence failed: {error}"));
         }
         self.try_finish(r);
     }

@@ -167,6 +167,7 @@ fn resolve_task(task: &TaskRequest, ctx: &ResolveContext<'_>) -> Result<TaskSpec
     Ok(TaskSpec {
         assignment,
         profile: task.profile,
+        role_prompt: profile.prompt.clone(),
         cwd: cwd.to_string_lossy().into_owned(),
         model: Some(model.selection),
         models: model.allowlist,

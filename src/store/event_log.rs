@@ -1,0 +1,172 @@
+//! `events.jsonl`: one registry event (with its detached snapshot) per line, append-only.
+//!
+//! The log is evidence for `subagent-status` and the Hub after the runtime is gone. It is
+//! never recovery: nothing reads it to revive, resume or re-admit work.
+
+use std::collections::HashMap;
+use std::fs::{self, File};
+use std::io::{self, BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use super::error::StoreError;
+use super::paths;
+use super::private::{create_private_file, ensure_private_dir_chain, verify_file_mode};
+use crate::core::ids::ChildRef;
+use crate::core::snapshot::{ChildSnapshot, RegistryEvent};
+
+/// The writer side, owned by one runtime for its whole life.
+#[derive(Debug)]
+pub struct EventLog {
+    path: PathBuf,
+    file: File,
+    /// A previous append failed part-way, so the file may end inside a line.
+    torn: bool,
+}
+
+impl EventLog {
+    /// Creates a new, empty log with mode 0600 (`O_APPEND|O_CREAT|O_EXCL`): a fresh runtime
+    /// never continues an old log. Missing parent directories are created with 0700.
+    pub fn create(path: &Path) -> Result<Self, StoreError> {
+        let path = paths::resolve(path)?;
+        if let Some(parent) = path.parent() {
+            ensure_private_dir_chain(parent)?;
+        }
+        let file = create_private_file(&path, true).map_err(|source| {
+            if source.kind() == io::ErrorKind::AlreadyExists {
+                StoreError::Exists { path: path.clone() }
+            } else {
+                StoreError::CreateLog {
+                    path: path.clone(),
+                    source,
+                }
+            }
+        })?;
+        if let Err(e) = verify_file_mode(&file, &path) {
+            // Empty and ours: removing it leaves the directory as it was.
+            drop(file);
+            let _ = fs::remove_file(&path);
+            return Err(e);
+        }
+        Ok(Self {
+            path,
+            file,
+            torn: false,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes the event as one JSON line with a single `write_all` on the unbuffered
+    /// `O_APPEND` file, so each event reaches the kernel before this returns (no fsync).
+    pub fn append(&mut self, event: &RegistryEvent) -> Result<(), StoreError> {
+        let mut line = Vec::with_capacity(1024);
+        if self.torn {
+            // End the fragment a failed append may have left, so it stays one bad line
+            // instead of corrupting this event too.
+            line.push(b'\n');
+        }
+        serde_json::to_writer(&mut line, event).map_err(|source| StoreError::EncodeEvent {
+            path: self.path.clone(),
+            source,
+        })?;
+        line.push(b'\n');
+        match self.file.write_all(&line).and_then(|()| self.file.flush()) {
+            Ok(()) => {
+                self.torn = false;
+                Ok(())
+            }
+            Err(source) => {
+                self.torn = true;
+                Err(StoreError::AppendLog {
+                    path: self.path.clone(),
+                    source,
+                })
+            }
+        }
+    }
+}
+
+/// What a finished (or still running) runtime's log shows.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct History {
+    /// The latest snapshot of each `UUID@generation`, in the order each was first seen.
+    pub snapshots: Vec<ChildSnapshot>,
+    /// Events read successfully.
+    pub events: usize,
+    /// Complete lines that were not a registry event (skipped).
+    pub malformed: usize,
+    /// 1-based number of the first such line.
+    pub first_malformed_line: Option<usize>,
+    /// A last line without its newline that is not valid JSON: the writer stopped mid-line
+    /// or is still writing. Reported, not fatal.
+    pub torn_tail: Option<TornTail>,
+    index: HashMap<ChildRef, usize>,
+}
+
+/// The unfinished last line of a log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TornTail {
+    /// 1-based line number.
+    pub line: usize,
+    pub bytes: usize,
+}
+
+impl History {
+    /// The latest snapshot of exactly this generation.
+    pub fn snapshot(&self, child: ChildRef) -> Option<&ChildSnapshot> {
+        self.index.get(&child).map(|&i| &self.snapshots[i])
+    }
+
+    fn record(&mut self, event: RegistryEvent) {
+        self.events += 1;
+        let child = event.child.child_ref();
+        if let Some(&i) = self.index.get(&child) {
+            self.snapshots[i] = event.child;
+        } else {
+            self.index.insert(child, self.snapshots.len());
+            self.snapshots.push(event.child);
+        }
+    }
+
+    fn malformed_at(&mut self, line: usize) {
+        self.malformed += 1;
+        self.first_malformed_line.get_or_insert(line);
+    }
+}
+
+/// Reads a log read-only, line by line. Only an unreadable file is an error: bad lines are
+/// counted and a torn last line is reported in the result.
+pub fn read_history(path: &Path) -> Result<History, StoreError> {
+    let read_error = |source| StoreError::ReadLog {
+        path: path.to_owned(),
+        source,
+    };
+    let mut reader = BufReader::new(File::open(path).map_err(read_error)?);
+    let mut history = History::default();
+    let mut line = Vec::with_capacity(4096);
+    let mut number = 0;
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line).map_err(read_error)? == 0 {
+            break;
+        }
+        number += 1;
+        let complete = line.last() == Some(&b'\n');
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match serde_json::from_slice::<RegistryEvent>(&line) {
+            Ok(event) => history.record(event),
+            Err(_) if !complete => {
+                history.torn_tail = Some(TornTail {
+                    line: number,
+                    bytes: line.len(),
+                });
+            }
+            Err(_) => history.malformed_at(number),
+        }
+    }
+    Ok(history)
+}
