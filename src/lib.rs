@@ -13,4 +13,3 @@ pub mod sim;
 pub mod store;
 pub mod text;
 pub mod worker;
-pub mod worker;

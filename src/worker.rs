@@ -1,3 +1,5 @@
-//! Worker backends: they start workers and report what they do as `WorkerEvent`s.
+//! Worker backends: they start workers and report what they do as `WorkerEvent`s. Both
+//! implement `runtime::backend::WorkerBackend`.
 
 pub mod pi;
+pub mod sim;

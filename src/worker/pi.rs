@@ -1,4 +1,3 @@
 //! The pi worker backend (`pi --mode rpc`).
 
-pub mod mapper;
-pub mod protocol;
+pub mod args;
