@@ -3,7 +3,10 @@
 mod demo;
 pub mod printer;
 mod profiles;
+mod run;
 mod status;
+
+use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
@@ -57,6 +60,25 @@ pub enum Command {
         #[arg(long)]
         prompts: bool,
     },
+    /// Run one `delegate_task` request (JSON file, or `-` for stdin) in an embedded
+    /// coordinator for this directory and print the ordered outcomes.
+    Run {
+        /// The request: native `{assignment|taskFile, profile, …}` / `{tasks:[…]}`, or a
+        /// compatibility `subagent` launch.
+        file: PathBuf,
+        /// Which workers run the tasks.
+        #[arg(long, value_enum, default_value = "pi")]
+        backend: run::Backend,
+        /// The root's model, `provider/id[:effort]` (default: pi's settings).
+        #[arg(long)]
+        model: Option<String>,
+        /// Trust this project's `.pi/` config for this command.
+        #[arg(long, conflicts_with = "no_approve")]
+        approve: bool,
+        /// Do not trust this project's `.pi/` config for this command.
+        #[arg(long)]
+        no_approve: bool,
+    },
     /// Show the fleet of the coordinator serving this directory (same as `subagent-status`).
     Status {
         /// `UUID@generation` of one generation to show.
@@ -73,17 +95,33 @@ pub fn run(cli: Cli) -> ExitCode {
             approve,
             no_approve,
             prompts,
-        } => {
-            let decision = if approve {
-                Some(true)
-            } else if no_approve {
-                Some(false)
-            } else {
-                None
-            };
-            profiles::run(&printer, decision, prompts)
-        }
+        } => profiles::run(&printer, approval(approve, no_approve), prompts),
+        Command::Run {
+            file,
+            backend,
+            model,
+            approve,
+            no_approve,
+        } => run::run(
+            &printer,
+            &run::RunArgs {
+                file,
+                backend,
+                approve: approval(approve, no_approve),
+                model,
+            },
+        ),
         Command::Status { target } => status::run(&printer, target.as_deref()),
+    }
+}
+
+fn approval(approve: bool, no_approve: bool) -> Option<bool> {
+    if approve {
+        Some(true)
+    } else if no_approve {
+        Some(false)
+    } else {
+        None
     }
 }
 

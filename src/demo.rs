@@ -13,7 +13,8 @@ use crate::core::{
     Renewal, Reply, Role, Status, TaskSpec, WorkerStart,
 };
 use crate::policy::scheduling::SchedulingPolicy;
-use crate::sim::{Fleet, Script, Step};
+use crate::sim::Fleet;
+use crate::worker::sim::ScriptBook;
 
 /// One line of the timeline.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -39,90 +40,10 @@ pub struct DemoRun {
 
 const WORKSPACE: &str = "/virtual/workspace";
 
-fn request(ms: Millis, text: &str) -> Step {
-    Step::Request {
-        ms,
-        text: text.to_owned(),
-        input_tokens: 1200,
-        output_tokens: 140,
-        cost: Some(0.0021),
-    }
-}
-
-fn tool(name: &str, ms: Millis) -> Step {
-    Step::Tool {
-        name: name.to_owned(),
-        ms,
-        error: false,
-    }
-}
-
-/// What each demo worker does, chosen by its assignment.
-fn script_for(start: &WorkerStart) -> Script {
-    let a = start.spec.assignment.as_str();
-    let steps = if start.resume_session {
-        vec![request(180, "Stale flags: --legacy-auth, --no-color-v1.")]
-    } else if a.starts_with("Locate") {
-        vec![
-            request(160, "Reading main.rs"),
-            tool("read", 40),
-            tool("grep", 30),
-            request(220, "Entry points: main(), serve(), demo()."),
-        ]
-    } else if a.starts_with("Also list") {
-        vec![
-            tool("grep", 40),
-            request(
-                200,
-                "Test entry points: tests/rules.rs, tests/simulation.rs.",
-            ),
-        ]
-    } else if a.starts_with("Review") {
-        // More requests than its limit allows: the fourth is refused and cancels it.
-        (0..6)
-            .map(|i| request(120, &format!("Checking case {}", i + 1)))
-            .collect()
-    } else if a.starts_with("Fix") {
-        vec![
-            request(200, "Found the off-by-one in backoff()"),
-            tool("edit", 60),
-            tool("bash", 240),
-            request(180, "Fixed: attempts now start at 0; cargo test passes."),
-        ]
-    } else if a.starts_with("Add a regression") {
-        vec![
-            tool("write", 50),
-            tool("bash", 200),
-            request(160, "Added backoff_starts_at_zero."),
-        ]
-    } else if a.starts_with("Map") {
-        vec![
-            request(150, "Splitting the survey between two scouts"),
-            Step::Think(2_400),
-            request(
-                200,
-                "Config loads from delegation.json, then .pi/delegation.json.",
-            ),
-        ]
-    } else if a.starts_with("Find where") {
-        vec![
-            tool("grep", 60),
-            request(180, "Loader: src/policy/profiles.rs"),
-        ]
-    } else if a.starts_with("Survey") {
-        vec![request(150, "Listing flags"), Step::Think(5_000)]
-    } else if a.starts_with("Check the error") {
-        vec![
-            request(140, "Reading cli errors"),
-            Step::Fail("provider returned 429 (rate limited) after 3 retries".to_owned()),
-        ]
-    } else {
-        vec![request(100, "Done.")]
-    };
-    Script {
-        setup_error: None,
-        steps,
-    }
+/// The demo's worker scripts (`assets/demo/scripts.json`), chosen by assignment.
+pub fn script_book() -> ScriptBook {
+    ScriptBook::parse(include_str!("../assets/demo/scripts.json"))
+        .unwrap_or_else(|e| unreachable!("the bundled demo scripts are valid JSON: {e}"))
 }
 
 fn root_batch() -> Vec<TaskSpec> {
@@ -197,7 +118,10 @@ pub fn run(seed: u64) -> DemoRun {
         concurrency: 4,
         ..SchedulingPolicy::default()
     };
-    let mut fleet = Fleet::new(policy, seed, script_for);
+    let book = script_book();
+    let mut fleet = Fleet::new(policy, seed, move |start: &WorkerStart| {
+        book.script_for(start)
+    });
     let mut demo = Demo {
         timeline: Vec::new(),
         status: HashMap::new(),

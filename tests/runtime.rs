@@ -83,6 +83,7 @@ fn book() -> ScriptBook {
             setup_error: None,
             steps: vec![text(20, "  Answer with spaces.\n")],
         },
+        resumed: None,
     }
 }
 

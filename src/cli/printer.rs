@@ -32,6 +32,12 @@ impl Printer {
         }
     }
 
+    /// A progress line on stderr (human mode only; callers skip it with `--json`).
+    pub fn err_line(&self, text: &str) {
+        let mut stderr = io::stderr().lock();
+        let _ = writeln!(stderr, "{text}");
+    }
+
     /// An error line on stderr (text), or a JSON error object on stdout with `--json`.
     pub fn error(&self, message: &str) {
         if self.json {

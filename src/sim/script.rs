@@ -6,7 +6,7 @@ use crate::core::{Millis, Tokens, Usage, WorkerEvent};
 
 /// One scripted worker run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Script {
     /// Fail setup with this error instead of starting.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -16,7 +16,11 @@ pub struct Script {
 
 /// One step. Time is virtual milliseconds.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase",
+    deny_unknown_fields
+)]
 pub enum Step {
     /// Nothing visible happens for a while.
     Think(Millis),

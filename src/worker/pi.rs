@@ -1,3 +1,8 @@
 //! The pi worker backend (`pi --mode rpc`).
 
 pub mod args;
+pub mod mapper;
+pub mod process;
+pub mod protocol;
+
+pub use process::{PiBackend, PiCommand};

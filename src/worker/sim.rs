@@ -21,6 +21,10 @@ pub struct ScriptBook {
     pub scripts: Vec<BookEntry>,
     /// For assignments no entry matches.
     pub default: Script,
+    /// For a resumed window that continues a retained conversation (the continuation text
+    /// is what the worker receives).
+    #[serde(default)]
+    pub resumed: Option<Script>,
 }
 
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -37,6 +41,11 @@ impl ScriptBook {
     }
 
     pub fn script_for(&self, start: &WorkerStart) -> Script {
+        if start.resume_session
+            && let Some(resumed) = &self.resumed
+        {
+            return resumed.clone();
+        }
         let text = start.prompts.first().map_or("", String::as_str);
         self.scripts
             .iter()

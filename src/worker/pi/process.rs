@@ -1,0 +1,462 @@
+//! The pi worker backend: one `pi --mode rpc` process per admitted generation.
+//!
+//! Protocol (see `shared/pi/NOTES.md`): commands and responses are matched by `id`, never by
+//! order. The assignment goes out with `prompt`; continuations with `follow_up`; steering
+//! messages with `steer`/`follow_up`. Completion is `agent_settled` (never `agent_end`); the
+//! driver then asks `get_session_stats` for context usage before reporting `Settled`.
+//!
+//! Stop: `abort`, wait for `agent_settled` and the abort response, close stdin, wait for exit.
+//! Only shutdown escalation (`WorkerCommand::Kill`) signals: SIGTERM to the worker's own
+//! process group, then SIGKILL after a grace period.
+//!
+//! Workers never outlive Slate: each runs in its own process group, is killed when its handle
+//! is dropped (`kill_on_drop`), and pi in RPC mode exits on its own as soon as its stdin closes
+//! (which the kernel does when Slate dies). Slate forbids `unsafe`, so no `prctl` parent-death
+//! signal is installed; stdin EOF is pi's documented and observed equivalent.
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::{OnceCell, mpsc};
+
+use crate::core::{ChildRef, MessageMode, WorkerEvent, WorkerStart};
+use crate::policy::version::parse_pi_version_output;
+use crate::runtime::backend::{EventSink, WorkerBackend, WorkerCommand, WorkerDirs};
+use crate::worker::pi::args::{arguments, is_slate_variable};
+use crate::worker::pi::mapper::{Output, PiMapper, Sent};
+
+/// Bytes of stderr kept per worker (the tail).
+const STDERR_KEEP: usize = 16 * 1024;
+/// How long the driver waits for `get_session_stats` after `agent_settled`.
+const STATS_WAIT: Duration = Duration::from_secs(2);
+/// Between SIGTERM and SIGKILL on shutdown escalation.
+const TERM_GRACE: Duration = Duration::from_secs(2);
+
+/// How to run pi: a program and leading arguments (`pi`, or `node …/cli.js`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PiCommand {
+    pub program: OsString,
+    pub leading: Vec<OsString>,
+    /// Extra environment for pi (after Slate's own variables are removed).
+    pub env: Vec<(OsString, OsString)>,
+}
+
+impl PiCommand {
+    /// `$SLATE_PI`, else `pi` on PATH. `SLATE_PI` is a path to pi or to a wrapper script;
+    /// when it is not an existing path and contains spaces it is split on whitespace
+    /// (`/x/node /x/cli.js`, no quoting).
+    pub fn from_env() -> Self {
+        let plain = |program: OsString| Self {
+            program,
+            leading: Vec::new(),
+            env: Vec::new(),
+        };
+        match std::env::var_os("SLATE_PI") {
+            Some(value) if !value.is_empty() => {
+                let text = value.to_string_lossy().into_owned();
+                let mut words = text.split_whitespace();
+                match (std::path::Path::new(&value).exists(), words.next()) {
+                    (false, Some(first)) if text.contains(char::is_whitespace) => Self {
+                        program: first.into(),
+                        leading: words.map(OsString::from).collect(),
+                        env: Vec::new(),
+                    },
+                    _ => plain(value),
+                }
+            }
+            _ => plain("pi".into()),
+        }
+    }
+
+    fn command(&self) -> Command {
+        let mut command = Command::new(&self.program);
+        command.args(&self.leading);
+        for (name, _) in std::env::vars_os() {
+            if name.to_str().is_some_and(is_slate_variable) {
+                command.env_remove(&name);
+            }
+        }
+        command.envs(self.env.iter().map(|(k, v)| (k, v)));
+        command
+    }
+}
+
+/// Starts pi workers, after checking `pi --version` once through the policy version gate.
+pub struct PiBackend {
+    pi: PiCommand,
+    version: Arc<OnceCell<Result<String, String>>>,
+}
+
+impl PiBackend {
+    pub fn new(pi: PiCommand) -> Self {
+        Self {
+            pi,
+            version: Arc::new(OnceCell::new()),
+        }
+    }
+
+    /// `pi --version`, checked against the supported host (stable ≥ 1.5.2); fails closed.
+    pub async fn check_version(pi: &PiCommand) -> Result<String, String> {
+        let output = pi
+            .command()
+            .arg("--version")
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output()
+            .await
+            .map_err(|e| format!("cannot run {:?} --version: {e}", pi.program))?;
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        parse_pi_version_output(&stdout)
+            .map(|v| v.to_string())
+            .map_err(|e| e.to_string())
+    }
+}
+
+impl WorkerBackend for PiBackend {
+    fn start(
+        &self,
+        start: WorkerStart,
+        dirs: WorkerDirs,
+        events: EventSink,
+    ) -> mpsc::UnboundedSender<WorkerCommand> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let pi = self.pi.clone();
+        let version = Arc::clone(&self.version);
+        tokio::spawn(async move {
+            let child = start.child;
+            let checked = version
+                .get_or_init(|| PiBackend::check_version(&pi))
+                .await
+                .clone();
+            if let Err(error) = checked {
+                let _ = events.send((child, WorkerEvent::SetupFailed { error }));
+                let _ = events.send((
+                    child,
+                    WorkerEvent::Exited {
+                        reason: "not started: unsupported pi".to_owned(),
+                    },
+                ));
+                return;
+            }
+            run_worker(&pi, start, &dirs, events, rx).await;
+        });
+        tx
+    }
+
+    fn name(&self) -> &'static str {
+        "pi"
+    }
+}
+
+fn spawn_pi(pi: &PiCommand, start: &WorkerStart, dirs: &WorkerDirs) -> std::io::Result<Child> {
+    let mut command = pi.command();
+    command
+        .args(arguments(start, dirs))
+        .current_dir(&start.spec.cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    command.spawn()
+}
+
+/// The prompt resolved; `error` is what `Settled` will carry.
+struct Settling {
+    error: Option<String>,
+}
+
+struct Driver {
+    child_ref: ChildRef,
+    events: EventSink,
+    mapper: PiMapper,
+    stdin: Option<ChildStdin>,
+    next_id: u64,
+    ready: bool,
+    /// `agent_settled` seen, waiting for session stats: the outcome to report.
+    settling: Option<Settling>,
+    settled: bool,
+    pid: Option<u32>,
+}
+
+impl Driver {
+    fn emit(&self, event: WorkerEvent) {
+        let _ = self.events.send((self.child_ref, event));
+    }
+
+    fn ready(&mut self, transcript: Option<String>) {
+        if !self.ready {
+            self.ready = true;
+            self.emit(WorkerEvent::Ready { transcript });
+        }
+    }
+
+    /// Write one command, remembering its id so the response is matched by id.
+    /// `wire` overrides the command type (continuations go out as `follow_up`).
+    async fn send(&mut self, prefix: &str, sent: Sent, wire: Option<&str>) {
+        self.next_id += 1;
+        let id = format!("{prefix}{}", self.next_id);
+        let line = match wire {
+            Some(kind) => {
+                let text = match &sent {
+                    Sent::Prompt { text }
+                    | Sent::Steer { text, .. }
+                    | Sent::FollowUp { text, .. } => text.as_str(),
+                    Sent::Abort | Sent::GetState | Sent::GetSessionStats => "",
+                };
+                let mut line = json!({"id": id, "type": kind, "message": text})
+                    .to_string()
+                    .into_bytes();
+                line.push(b'\n');
+                Some(line)
+            }
+            None => sent.command(&id).to_line().ok(),
+        };
+        self.mapper.sent(&id, sent);
+        if let (Some(stdin), Some(line)) = (self.stdin.as_mut(), line)
+            && stdin.write_all(&line).await.is_err()
+        {
+            // pi is gone; its exit is reported when stdout closes.
+            self.stdin = None;
+        }
+    }
+
+    async fn on_output(&mut self, output: Output) {
+        match output {
+            Output::Event(event) => {
+                self.ready(None);
+                self.emit(event);
+            }
+            Output::SessionFile(path) => self.ready(Some(path)),
+            Output::Settled { error, .. } => {
+                if !self.settled && self.settling.is_none() {
+                    self.settling = Some(Settling { error });
+                    self.send("stats-", Sent::GetSessionStats, None).await;
+                }
+            }
+            Output::SessionStats(stats) => {
+                if let Some(context) = stats.context {
+                    self.emit(WorkerEvent::Context(context));
+                }
+                self.finish_settle();
+            }
+            Output::ResponseError { command, error } if command == "prompt" && !self.settled => {
+                // The prompt itself was refused: nothing will run.
+                self.ready(None);
+                self.settled = true;
+                self.emit(WorkerEvent::Settled {
+                    error: Some(format!("pi refused the prompt: {error}")),
+                });
+            }
+            Output::ResponseError { .. } | Output::AbortAcknowledged | Output::Evidence(_) => {}
+        }
+    }
+
+    fn finish_settle(&mut self) {
+        if let Some(Settling { error }) = self.settling.take() {
+            self.settled = true;
+            self.emit(WorkerEvent::Settled { error });
+        }
+    }
+
+    fn signal_group(&self, signal: Signal) {
+        if let Some(pid) = self.pid.and_then(|p| i32::try_from(p).ok()) {
+            // The worker leads its own process group (`process_group(0)`).
+            let _ = killpg(Pid::from_raw(pid), signal);
+        }
+    }
+}
+
+#[allow(
+    clippy::too_many_lines,
+    reason = "one select loop over the worker's four inputs"
+)]
+async fn run_worker(
+    pi: &PiCommand,
+    start: WorkerStart,
+    dirs: &WorkerDirs,
+    events: EventSink,
+    mut commands: mpsc::UnboundedReceiver<WorkerCommand>,
+) {
+    let child_ref = start.child;
+    let mut child = match spawn_pi(pi, &start, dirs) {
+        Ok(child) => child,
+        Err(e) => {
+            let _ = events.send((
+                child_ref,
+                WorkerEvent::SetupFailed {
+                    error: format!("cannot start pi ({:?}): {e}", pi.program),
+                },
+            ));
+            let _ = events.send((
+                child_ref,
+                WorkerEvent::Exited {
+                    reason: "not started".to_owned(),
+                },
+            ));
+            return;
+        }
+    };
+    let (Some(stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        let _ = child.start_kill();
+        let _ = events.send((
+            child_ref,
+            WorkerEvent::Exited {
+                reason: "pi started without pipes".to_owned(),
+            },
+        ));
+        return;
+    };
+    let stderr_tail = tokio::spawn(async move {
+        let mut kept: VecDeque<u8> = VecDeque::with_capacity(STDERR_KEEP);
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stderr.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            kept.extend(&buf[..n]);
+            while kept.len() > STDERR_KEEP {
+                kept.pop_front();
+            }
+        }
+        String::from_utf8_lossy(kept.make_contiguous()).into_owned()
+    });
+    let mut driver = Driver {
+        child_ref,
+        events,
+        mapper: PiMapper::new(),
+        stdin: child.stdin.take(),
+        next_id: 0,
+        ready: false,
+        settling: None,
+        settled: false,
+        pid: child.id(),
+    };
+    driver.send("state-", Sent::GetState, None).await;
+    let mut prompts = start.prompts.iter();
+    if let Some(first) = prompts.next() {
+        driver
+            .send(
+                "prompt-",
+                Sent::Prompt {
+                    text: first.clone(),
+                },
+                None,
+            )
+            .await;
+    }
+    // A resume's continuation (or, before any session, the assignment's continuation)
+    // follows the prompt inside the same run.
+    for continuation in prompts {
+        driver
+            .send(
+                "prompt-",
+                Sent::Prompt {
+                    text: continuation.clone(),
+                },
+                Some("follow_up"),
+            )
+            .await;
+    }
+
+    let mut lines = BufReader::new(stdout);
+    let mut line = Vec::new();
+    let mut stdout_open = true;
+    let mut commands_open = true;
+    let mut stats_deadline: Option<tokio::time::Instant> = None;
+    let mut kill_at: Option<tokio::time::Instant> = None;
+    let far = || tokio::time::Instant::now() + Duration::from_secs(3600);
+    while stdout_open {
+        let stats_wake = stats_deadline.unwrap_or_else(far);
+        let kill_wake = kill_at.unwrap_or_else(far);
+        tokio::select! {
+            read = lines.read_until(b'\n', &mut line) => {
+                match read {
+                    Ok(0) | Err(_) => stdout_open = false,
+                    Ok(_) => {
+                        let outputs = driver.mapper.line(&line);
+                        line.clear();
+                        for output in outputs {
+                            let was_settling = driver.settling.is_some();
+                            driver.on_output(output).await;
+                            if !was_settling && driver.settling.is_some() {
+                                stats_deadline = Some(tokio::time::Instant::now() + STATS_WAIT);
+                            }
+                        }
+                        if driver.settled {
+                            stats_deadline = None;
+                        }
+                    }
+                }
+            }
+            command = commands.recv(), if commands_open => match command {
+                Some(WorkerCommand::Abort) => driver.send("abort-", Sent::Abort, None).await,
+                Some(WorkerCommand::Message { id, mode, text }) => {
+                    let sent = match mode {
+                        MessageMode::FollowUp => Sent::FollowUp { message: id, text },
+                        MessageMode::Steer | MessageMode::Inbox => Sent::Steer { message: id, text },
+                    };
+                    driver.send("msg-", sent, None).await;
+                }
+                Some(WorkerCommand::Release) => {
+                    // Closing stdin makes pi exit.
+                    driver.stdin = None;
+                }
+                Some(WorkerCommand::Kill) | None => {
+                    commands_open = false;
+                    driver.stdin = None;
+                    driver.signal_group(Signal::SIGTERM);
+                    kill_at = Some(tokio::time::Instant::now() + TERM_GRACE);
+                }
+            },
+            () = tokio::time::sleep_until(stats_wake), if stats_deadline.is_some() => {
+                stats_deadline = None;
+                driver.finish_settle();
+            }
+            () = tokio::time::sleep_until(kill_wake), if kill_at.is_some() => {
+                kill_at = None;
+                driver.signal_group(Signal::SIGKILL);
+            }
+        }
+    }
+    driver.finish_settle();
+    driver.stdin = None;
+    let status = tokio::select! {
+        status = child.wait() => status.ok(),
+        () = tokio::time::sleep(TERM_GRACE * 2) => {
+            driver.signal_group(Signal::SIGKILL);
+            child.wait().await.ok()
+        }
+    };
+    let stderr = stderr_tail.await.unwrap_or_default();
+    let mut reason = match status {
+        Some(s) => match (s.code(), std::os::unix::process::ExitStatusExt::signal(&s)) {
+            (Some(code), _) => format!("exit {code}"),
+            (None, Some(signal)) => format!("signal {signal}"),
+            (None, None) => "exited".to_owned(),
+        },
+        None => "exit status unknown".to_owned(),
+    };
+    let stderr = stderr.trim();
+    if !stderr.is_empty() && !reason.ends_with(" 0") {
+        let tail: String = stderr
+            .chars()
+            .rev()
+            .take(400)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        reason.push_str(": ");
+        reason.push_str(&tail);
+    }
+    driver.emit(WorkerEvent::Exited { reason });
+}

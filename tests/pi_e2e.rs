@@ -1,0 +1,709 @@
+//! Slate's runtime with real pi 1.6 workers against the Rust fake LLM (127.0.0.1 only), and
+//! fault tests with stand-in pi scripts.
+//!
+//! pi comes from `SLATE_PI` or `ci/install-pi.sh`'s env file. Without it the real-pi tests
+//! print `SKIPPED: …` and pass, except under `CI=true`, where they fail.
+
+#![allow(clippy::unwrap_used, reason = "test fixtures fail loudly")]
+
+#[path = "support/fake_llm.rs"]
+mod fake_llm;
+#[path = "support/pi_env.rs"]
+mod pi_env;
+
+use std::ffi::OsString;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use fake_llm::FakeLlm;
+use pi_env::PiSandbox;
+use slate::core::{
+    ChildRef, ChildSnapshot, Input, LimitOverrides, LimitReason, ModelSelection, Party, Reply,
+    Role, Status, TaskSpec, WaitResult,
+};
+use slate::policy::scheduling::SchedulingPolicy;
+use slate::runtime::{RuntimeConfig, RuntimeEvent, RuntimeHandle, RuntimeReport, spawn};
+use slate::store::event_log::read_history;
+use slate::worker::pi::{PiBackend, PiCommand};
+
+const OUTCOME_TIMEOUT: Duration = Duration::from_secs(120);
+
+struct Env {
+    fake: FakeLlm,
+    sandbox: PiSandbox,
+    pi: PiCommand,
+    delegation: PathBuf,
+}
+
+impl Env {
+    /// Real pi with its fake server and a private agent dir; `None` when pi is absent.
+    fn real(test: &str) -> Option<Self> {
+        let located = pi_env::pi_or_skip(test)?;
+        let fake = FakeLlm::start().unwrap();
+        let sandbox = PiSandbox::new(test, &fake.base_url()).unwrap();
+        let std_command = sandbox.command(&located, &[] as &[&str]);
+        let pi = PiCommand {
+            program: std_command.get_program().to_owned(),
+            leading: std_command.get_args().map(ToOwned::to_owned).collect(),
+            env: std_command
+                .get_envs()
+                .filter_map(|(k, v)| v.map(|v| (k.to_owned(), v.to_owned())))
+                .collect(),
+        };
+        let delegation = sandbox.root().join("delegation");
+        Some(Self {
+            fake,
+            sandbox,
+            pi,
+            delegation,
+        })
+    }
+
+    fn start(&self, concurrency: u32) -> (RuntimeHandle, tokio::task::JoinHandle<RuntimeReport>) {
+        let config = RuntimeConfig {
+            root_id: uuid::Uuid::new_v4(),
+            policy: SchedulingPolicy {
+                concurrency,
+                ..SchedulingPolicy::default()
+            },
+            id_seed: 11,
+            delegation_dir: self.delegation.clone(),
+            event_log: true,
+            kill_grace: Duration::from_secs(10),
+        };
+        spawn(config, Arc::new(PiBackend::new(self.pi.clone()))).unwrap()
+    }
+
+    fn task(&self, assignment: &str, role: Role) -> TaskSpec {
+        let mut t = TaskSpec::new(assignment, role, self.sandbox.work.display().to_string());
+        t.model = Some(ModelSelection {
+            provider: "fake".into(),
+            id: "fake-model".into(),
+            effort: None,
+        });
+        t
+    }
+
+    fn leftovers(&self) -> Vec<u32> {
+        self.sandbox.leftover_processes()
+    }
+}
+
+async fn run_one(env: &Env, task: TaskSpec) -> ChildSnapshot {
+    let (rt, join) = env.start(2);
+    let fg = rt.delegate(Party::Root, vec![task]).await.unwrap().unwrap();
+    let outcome = tokio::time::timeout(OUTCOME_TIMEOUT, fg.outcome)
+        .await
+        .unwrap()
+        .unwrap();
+    rt.shutdown().await.unwrap();
+    join.await.unwrap();
+    outcome.outcomes[0].clone()
+}
+
+fn admitted(reply: &Reply) -> Vec<ChildRef> {
+    match reply {
+        Reply::Admitted { children, .. } => children.iter().map(ChildSnapshot::child_ref).collect(),
+        other => panic!("not admitted: {other:?}"),
+    }
+}
+
+async fn wait_status(rt: &RuntimeHandle, r: ChildRef, want: Status) {
+    let deadline = tokio::time::Instant::now() + OUTCOME_TIMEOUT;
+    while tokio::time::Instant::now() < deadline {
+        if rt
+            .snapshot(r)
+            .await
+            .unwrap()
+            .is_some_and(|s| s.status == want)
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{r} never reached {want}");
+}
+
+#[tokio::test]
+async fn a_text_task_settles_with_result_txt_and_pis_usage_and_cost() {
+    let Some(env) = Env::real("a_text_task_settles") else {
+        return;
+    };
+    let s = run_one(
+        &env,
+        env.task("SCENARIO:USAGE count carefully", Role::Scout),
+    )
+    .await;
+    assert_eq!(s.status, Status::Settled, "{:?}", s.error);
+    let tokens = s.telemetry.tokens.unwrap();
+    // NOTES "Usage and cost": input 500, cacheRead 1000, output 300, total 1800, cost 0.0012.
+    assert_eq!(
+        (tokens.input, tokens.cache_read, tokens.output, tokens.total),
+        (500, 1000, 300, 1800)
+    );
+    assert!(
+        (s.telemetry.cost.unwrap() - 0.0012).abs() < 1e-9,
+        "{:?}",
+        s.telemetry.cost
+    );
+    assert_eq!(s.telemetry.requests, Some(1));
+    assert!(
+        s.telemetry.context.is_some(),
+        "context usage from get_session_stats"
+    );
+    let text_path = s.artifacts.as_ref().and_then(|a| a.text.clone()).unwrap();
+    let text = std::fs::read_to_string(&text_path).unwrap();
+    assert_eq!(s.result.as_deref(), Some(text.trim()));
+    // The transcript lands in the task directory.
+    let transcript = PathBuf::from(s.transcript.clone().unwrap());
+    assert!(
+        transcript.starts_with(Path::new(&text_path).parent().unwrap().join("transcripts")),
+        "{transcript:?}"
+    );
+    assert!(transcript.exists());
+    assert!(env.leftovers().is_empty(), "no process left");
+}
+
+#[tokio::test]
+async fn a_tool_task_counts_its_tools() {
+    let Some(env) = Env::real("a_tool_task_counts") else {
+        return;
+    };
+    let s = run_one(
+        &env,
+        env.task("SCENARIO:BASH run the tool", Role::Implementation),
+    )
+    .await;
+    assert_eq!(s.status, Status::Settled, "{:?}", s.error);
+    assert_eq!(s.tool_calls, 1);
+    assert_eq!(s.telemetry.requests, Some(2));
+    assert!(s.result.unwrap().contains("hi-from-bash-tool"));
+}
+
+#[tokio::test]
+async fn retries_exhausted_end_failed_with_pis_error_message() {
+    let Some(env) = Env::real("retries_exhausted") else {
+        return;
+    };
+    let s = run_one(&env, env.task("SCENARIO:ERR500 fail", Role::Scout)).await;
+    assert_eq!(s.status, Status::Failed);
+    let error = s.error.unwrap();
+    assert!(error.starts_with("500: "), "{error}");
+    assert_eq!(
+        s.telemetry.requests,
+        Some(3),
+        "1 + 2 retries, each a request"
+    );
+}
+
+#[tokio::test]
+async fn a_request_limit_cancels_with_limit_reason() {
+    let Some(env) = Env::real("request_limit") else {
+        return;
+    };
+    let mut task = env.task("SCENARIO:LOOP keep going", Role::Implementation);
+    task.limits = LimitOverrides {
+        requests: Some(2),
+        ..LimitOverrides::default()
+    };
+    let s = run_one(&env, task).await;
+    assert_eq!(s.status, Status::Cancelled);
+    assert_eq!(s.limit_reason, Some(LimitReason::Requests));
+    assert_eq!(
+        s.telemetry.requests,
+        Some(2),
+        "the request over the limit is not counted"
+    );
+    assert!(s.error.unwrap().contains("request limit"));
+    assert!(env.leftovers().is_empty());
+}
+
+#[tokio::test]
+async fn a_steer_during_a_slow_stream_is_delivered() {
+    let Some(env) = Env::real("steer_slow") else {
+        return;
+    };
+    let (rt, join) = env.start(1);
+    let reply = rt
+        .call({
+            let tasks = vec![env.task("SCENARIO:SLOW2 talk slowly", Role::Scout)];
+            move |request| Input::Admit {
+                request,
+                actor: Party::Root,
+                tasks,
+                background: true,
+            }
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    let target = admitted(&reply)[0];
+    wait_status(&rt, target, Status::Running).await;
+    let Reply::Message { message } = rt
+        .call(move |request| Input::Steer {
+            request,
+            target,
+            text: "Please also say goodbye.".into(),
+        })
+        .await
+        .unwrap()
+        .unwrap()
+    else {
+        panic!("receipt expected")
+    };
+    let id = message.id;
+    let Reply::Wait { result } = rt
+        .call(move |request| Input::Wait {
+            request,
+            actor: Party::Root,
+            target: None,
+            message_id: Some(id),
+            timeout_ms: 60_000,
+        })
+        .await
+        .unwrap()
+        .unwrap()
+    else {
+        panic!("wait expected")
+    };
+    match result {
+        WaitResult::Message { message } => {
+            assert_eq!(message.status, slate::core::ReceiptStatus::Delivered)
+        }
+        other => panic!("{other:?}"),
+    }
+    // Delivered means the user message entered the transcript; the run goes on to answer it.
+    let Reply::Wait { result } = rt
+        .call(move |request| Input::Wait {
+            request,
+            actor: Party::Root,
+            target: Some(target),
+            message_id: None,
+            timeout_ms: 60_000,
+        })
+        .await
+        .unwrap()
+        .unwrap()
+    else {
+        panic!("wait expected")
+    };
+    assert!(
+        matches!(result, WaitResult::Outcome { outcome } if outcome.status == Status::Settled),
+        "{result:?}"
+    );
+    rt.shutdown().await.unwrap();
+    join.await.unwrap();
+    // The steer text reached the model as a user message.
+    assert!(
+        env.fake
+            .requests()
+            .iter()
+            .any(|r| format!("{:?}", r.messages()).contains("Please also say goodbye."))
+    );
+}
+
+#[tokio::test]
+async fn a_stop_during_a_stream_ends_cancelled_with_no_process_left() {
+    let Some(env) = Env::real("stop_stream") else {
+        return;
+    };
+    let (rt, join) = env.start(1);
+    let fg = rt
+        .delegate(
+            Party::Root,
+            vec![env.task("SCENARIO:SLOW talk", Role::Scout)],
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    let target = admitted(&fg.admitted)[0];
+    wait_status(&rt, target, Status::Running).await;
+    assert!(env.fake.wait_for_requests(1, OUTCOME_TIMEOUT));
+    rt.call(move |request| Input::Stop {
+        request,
+        actor: Party::Root,
+        target,
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    let outcome = tokio::time::timeout(OUTCOME_TIMEOUT, fg.outcome)
+        .await
+        .unwrap()
+        .unwrap();
+    let s = &outcome.outcomes[0];
+    assert_eq!(s.status, Status::Cancelled);
+    assert!(s.disposed);
+    let report = {
+        rt.shutdown().await.unwrap();
+        join.await.unwrap()
+    };
+    assert_eq!(
+        report.workers_killed, 0,
+        "abort drained it: no signal needed"
+    );
+    assert!(
+        env.leftovers().is_empty(),
+        "processes left: {:?}",
+        env.leftovers()
+    );
+}
+
+#[tokio::test]
+async fn five_tasks_at_concurrency_two_run_in_fifo_order() {
+    let Some(env) = Env::real("fifo_five") else {
+        return;
+    };
+    let (rt, join) = env.start(2);
+    let tasks = (0..5)
+        .map(|i| env.task(&format!("SCENARIO:TEXT number {i}"), Role::Scout))
+        .collect();
+    let fg = rt.delegate(Party::Root, tasks).await.unwrap().unwrap();
+    let refs = admitted(&fg.admitted);
+    let outcome = tokio::time::timeout(OUTCOME_TIMEOUT, fg.outcome)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(outcome.outcomes.iter().all(|s| s.status == Status::Settled));
+    rt.shutdown().await.unwrap();
+    join.await.unwrap();
+    // Setup order in the event log follows admission order.
+    let history = read_history(&env.delegation.join("events.jsonl")).unwrap();
+    let mut started = Vec::new();
+    for line in std::fs::read_to_string(env.delegation.join("events.jsonl"))
+        .unwrap()
+        .lines()
+    {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        if v["child"]["status"] == "setup" {
+            let id: uuid::Uuid = v["child"]["id"].as_str().unwrap().parse().unwrap();
+            if !started.contains(&id) {
+                started.push(id);
+            }
+        }
+    }
+    assert_eq!(started, refs.iter().map(|r| r.id).collect::<Vec<_>>());
+    assert_eq!(history.snapshot(refs[4]).unwrap().status, Status::Settled);
+}
+
+#[tokio::test]
+async fn a_worker_killed_mid_run_fails_with_the_reason_and_releases_its_permit() {
+    let Some(env) = Env::real("sigkill_worker") else {
+        return;
+    };
+    let (rt, join) = env.start(1);
+    let fg = rt
+        .delegate(
+            Party::Root,
+            vec![
+                env.task("SCENARIO:SLOW talk", Role::Scout),
+                env.task("SCENARIO:TEXT after", Role::Scout),
+            ],
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    let refs = admitted(&fg.admitted);
+    wait_status(&rt, refs[0], Status::Running).await;
+    assert!(env.fake.wait_for_requests(1, OUTCOME_TIMEOUT));
+    for pid in env.leftovers() {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap()),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    let outcome = tokio::time::timeout(OUTCOME_TIMEOUT, fg.outcome)
+        .await
+        .unwrap()
+        .unwrap();
+    let killed = &outcome.outcomes[0];
+    assert_eq!(killed.status, Status::Failed);
+    assert!(
+        killed.error.as_deref().unwrap().contains("signal 9"),
+        "{:?}",
+        killed.error
+    );
+    assert_eq!(
+        outcome.outcomes[1].status,
+        Status::Settled,
+        "the permit was released"
+    );
+    rt.shutdown().await.unwrap();
+    join.await.unwrap();
+}
+
+// ---- stand-in pi scripts (no real pi needed) -------------------------------------------------
+
+/// A shell script standing in for pi: `--version` prints 1.6.0; otherwise it runs `body`.
+fn fake_pi(dir: &Path, name: &str, body: &str) -> PiCommand {
+    let path = dir.join(name);
+    let script =
+        format!("#!/bin/sh\nif [ \"$1\" = --version ]; then echo 1.6.0; exit 0; fi\n{body}\n");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    PiCommand {
+        program: OsString::from(path),
+        leading: Vec::new(),
+        env: Vec::new(),
+    }
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("slate-pi-e2e-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn fake_runtime(
+    dir: &Path,
+    pi: PiCommand,
+    grace: Duration,
+) -> (RuntimeHandle, tokio::task::JoinHandle<RuntimeReport>) {
+    let config = RuntimeConfig {
+        root_id: uuid::Uuid::new_v4(),
+        policy: SchedulingPolicy::default(),
+        id_seed: 3,
+        delegation_dir: dir.join("delegation"),
+        event_log: true,
+        kill_grace: grace,
+    };
+    spawn(config, Arc::new(PiBackend::new(pi))).unwrap()
+}
+
+const ASSISTANT_START: &str = r#"{"type":"message_start","message":{"role":"assistant","content":[],"usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{"total":0}},"stopReason":"pending"}}"#;
+const ASSISTANT_END: &str = r#"{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"Survived the noise."}],"usage":{"input":10,"output":4,"cacheRead":0,"cacheWrite":0,"totalTokens":14,"cost":{"total":0.0001}},"stopReason":"stop"}}"#;
+
+#[tokio::test]
+async fn garbage_on_stdout_is_survived() {
+    let dir = temp_dir("garbage");
+    let body = format!(
+        "echo 'this is not json'\nprintf '\\377\\376 binary\\n'\necho '{{\"half\": '\necho '[1,2,3]'\necho '{ASSISTANT_START}'\necho 'more garbage'\necho '{ASSISTANT_END}'\necho '{{\"type\":\"agent_settled\",\"aborted\":false}}'\ncat > /dev/null"
+    );
+    let (rt, join) = fake_runtime(
+        &dir,
+        fake_pi(&dir, "pi-garbage", &body),
+        Duration::from_secs(5),
+    );
+    let fg = rt
+        .delegate(
+            Party::Root,
+            vec![TaskSpec::new(
+                "anything",
+                Role::Scout,
+                dir.display().to_string(),
+            )],
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    let outcome = tokio::time::timeout(OUTCOME_TIMEOUT, fg.outcome)
+        .await
+        .unwrap()
+        .unwrap();
+    let s = &outcome.outcomes[0];
+    assert_eq!(s.status, Status::Settled, "{:?}", s.error);
+    assert_eq!(s.result.as_deref(), Some("Survived the noise."));
+    assert_eq!(s.telemetry.requests, Some(1));
+    rt.shutdown().await.unwrap();
+    join.await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn a_worker_that_ignores_abort_stays_draining_until_shutdown_escalates() {
+    let dir = temp_dir("ignore-abort");
+    let body = format!("trap '' TERM INT\necho '{ASSISTANT_START}'\nwhile :; do sleep 1; done");
+    let (rt, join) = fake_runtime(
+        &dir,
+        fake_pi(&dir, "pi-stubborn", &body),
+        Duration::from_millis(500),
+    );
+    let mut events = rt.subscribe();
+    let reply = rt
+        .call({
+            let tasks = vec![TaskSpec::new(
+                "anything",
+                Role::Scout,
+                dir.display().to_string(),
+            )];
+            move |request| Input::Admit {
+                request,
+                actor: Party::Root,
+                tasks,
+                background: true,
+            }
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    let target = admitted(&reply)[0];
+    wait_status(&rt, target, Status::Running).await;
+    rt.call(move |request| Input::Stop {
+        request,
+        actor: Party::Root,
+        target,
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(
+        rt.snapshot(target).await.unwrap().unwrap().status,
+        Status::Draining,
+        "no fake success, no fake end"
+    );
+    tokio::time::timeout(Duration::from_secs(20), rt.shutdown())
+        .await
+        .unwrap()
+        .unwrap();
+    let report = join.await.unwrap();
+    assert!(report.workers_killed >= 1);
+    let mut last = None;
+    while let Ok(event) = events.try_recv() {
+        if let RuntimeEvent::Registry(e) = event {
+            last = Some(e.child);
+        }
+    }
+    let last = last.unwrap();
+    assert_eq!(last.status, Status::Cancelled);
+    assert!(last.disposed);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn an_unsupported_pi_version_fails_closed_naming_both_versions() {
+    let dir = temp_dir("old-pi");
+    let path = dir.join("pi-old");
+    std::fs::write(&path, "#!/bin/sh\necho 1.4.9\n").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let pi = PiCommand {
+        program: path.into_os_string(),
+        leading: Vec::new(),
+        env: Vec::new(),
+    };
+    let error = PiBackend::check_version(&pi).await.unwrap_err();
+    assert!(
+        error.contains("1.4.9") && error.contains("1.5.2"),
+        "{error}"
+    );
+    let (rt, join) = fake_runtime(&dir, pi, Duration::from_secs(1));
+    let fg = rt
+        .delegate(
+            Party::Root,
+            vec![TaskSpec::new(
+                "anything",
+                Role::Scout,
+                dir.display().to_string(),
+            )],
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    let outcome = tokio::time::timeout(OUTCOME_TIMEOUT, fg.outcome)
+        .await
+        .unwrap()
+        .unwrap();
+    let s = &outcome.outcomes[0];
+    assert_eq!(s.status, Status::Failed);
+    assert!(
+        s.error.as_deref().unwrap().contains("1.4.9"),
+        "{:?}",
+        s.error
+    );
+    assert!(s.artifacts.is_none(), "setup failures publish nothing");
+    rt.shutdown().await.unwrap();
+    join.await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn sigterm_to_slate_run_with_16_running_and_32_queued_leaves_no_worker_and_every_entry_terminal() {
+    let Some(located) = pi_env::pi_or_skip("sigterm_slate_run") else {
+        return;
+    };
+    let fake = FakeLlm::start().unwrap();
+    let sandbox = PiSandbox::new("sigterm-run", &fake.base_url()).unwrap();
+    std::fs::write(
+        sandbox.agent_dir.join("delegation.json"),
+        r#"{"scheduling": {"batch": 64}}"#,
+    )
+    .unwrap();
+    let tasks: Vec<serde_json::Value> = (0..48)
+        .map(|i| serde_json::json!({"assignment": format!("SCENARIO:SLOW talk {i}"), "profile": "scout"}))
+        .collect();
+    let request = sandbox.root().join("many.json");
+    std::fs::write(&request, serde_json::json!({ "tasks": tasks }).to_string()).unwrap();
+    let template = sandbox.command(&located, &[] as &[&str]);
+    let mut slate = std::process::Command::new(env!("CARGO_BIN_EXE_slate"));
+    slate
+        .args(["run", request.to_str().unwrap()])
+        .current_dir(&sandbox.work);
+    for (k, v) in template.get_envs() {
+        match v {
+            Some(v) => slate.env(k, v),
+            None => slate.env_remove(k),
+        };
+    }
+    slate
+        .env("SLATE_PI", located.argv.join(" "))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let mut child = slate.spawn().unwrap();
+    // Wait for 16 running workers (their model requests reach the fake server).
+    assert!(
+        fake.wait_for_requests(16, Duration::from_secs(120)),
+        "only {} requests",
+        fake.request_count()
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "slate did not exit after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(status.code(), Some(1), "an interrupted run exits 1");
+    assert!(
+        sandbox.leftover_processes().is_empty(),
+        "worker processes left: {:?}",
+        sandbox.leftover_processes()
+    );
+    let sessions = sandbox.agent_dir.join("sessions");
+    let log = std::fs::read_dir(&sessions)
+        .unwrap()
+        .flat_map(|d| std::fs::read_dir(d.unwrap().path().join("delegation")).unwrap())
+        .map(|d| d.unwrap().path().join("events.jsonl"))
+        .next()
+        .unwrap();
+    let history = read_history(&log).unwrap();
+    let mut entries = 0;
+    let mut started = 0;
+    for line in std::fs::read_to_string(&log).unwrap().lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        if v["child"]["status"] == "setup" {
+            started += 1;
+        }
+    }
+    for s in &history.snapshots {
+        entries += 1;
+        assert!(s.disposed, "{} not disposed", s.child_ref());
+        assert_eq!(s.status, Status::Cancelled, "{}", s.child_ref());
+    }
+    assert_eq!(entries, 48);
+    assert_eq!(
+        started, 16,
+        "only 16 ever started; 32 stayed queued until cancelled"
+    );
+}
