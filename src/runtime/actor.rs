@@ -115,14 +115,15 @@ impl Actor {
             let wake = self.next_wake();
             // Arms only receive; the work happens after `select!` returns.
             tokio::select! {
-                msg = self.rx.recv(), if self.rx_open => match msg {
-                    Some(msg) => self.on_message(msg),
-                    // Every handle is gone: shut down and drain.
-                    None => {
+                msg = self.rx.recv(), if self.rx_open => {
+                    if let Some(msg) = msg {
+                        self.on_message(msg);
+                    } else {
+                        // Every handle is gone: shut down and drain.
                         self.rx_open = false;
                         self.begin_shutdown(None);
                     }
-                },
+                }
                 Some((child, event)) = self.worker_rx.recv() => {
                     let exited = matches!(event, WorkerEvent::Exited { .. });
                     self.apply(Input::Worker { child, event });
