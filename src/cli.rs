@@ -1,9 +1,13 @@
 //! Command-line surface: clap definitions, one module per subcommand, one Printer.
 
+mod commands;
 mod demo;
+mod embedded;
+mod fleet;
 pub mod printer;
 mod profiles;
 mod run;
+mod serve;
 mod status;
 
 use std::path::PathBuf;
@@ -68,7 +72,7 @@ pub enum Command {
         file: PathBuf,
         /// Which workers run the tasks.
         #[arg(long, value_enum, default_value = "pi")]
-        backend: run::Backend,
+        backend: embedded::Backend,
         /// The root's model, `provider/id[:effort]` (default: pi's settings).
         #[arg(long)]
         model: Option<String>,
@@ -79,11 +83,144 @@ pub enum Command {
         #[arg(long)]
         no_approve: bool,
     },
-    /// Show the fleet of the coordinator serving this directory (same as `subagent-status`).
-    Status {
-        /// `UUID@generation` of one generation to show.
-        target: Option<String>,
+    /// Serve a headless coordinator for this directory on its control socket.
+    Serve {
+        /// Which workers run the tasks.
+        #[arg(long, value_enum, default_value = "pi")]
+        backend: embedded::Backend,
+        /// A script book (JSON) for `--backend sim`.
+        #[arg(long)]
+        scenario: Option<PathBuf>,
+        /// The root's model, `provider/id[:effort]` (default: pi's settings).
+        #[arg(long)]
+        model: Option<String>,
+        /// Trust this project's `.pi/` config.
+        #[arg(long, conflicts_with = "no_approve")]
+        approve: bool,
+        /// Do not trust this project's `.pi/` config.
+        #[arg(long)]
+        no_approve: bool,
     },
+    /// Show the fleet of the coordinator serving this directory (same as `subagent-status`),
+    /// or one generation: `UUID@GEN` or `UUID GEN`.
+    Status {
+        target: Vec<String>,
+        #[command(flatten)]
+        select: Select,
+    },
+    /// Delegate work: one task from flags, or a request file (`--file`, `-` for stdin).
+    Delegate {
+        /// The assignment text (or use --task-file / --file).
+        assignment: Option<String>,
+        #[arg(long, default_value = "scout")]
+        profile: String,
+        #[arg(long)]
+        model: Option<String>,
+        #[arg(long)]
+        cwd: Option<String>,
+        /// Request limits as JSON, e.g. '{"requests":20}'.
+        #[arg(long)]
+        limits: Option<String>,
+        /// A JSON file with the result schema.
+        #[arg(long)]
+        schema: Option<PathBuf>,
+        #[arg(long)]
+        task_file: Option<String>,
+        /// A native `delegate_task` or compatibility `subagent` request (JSON), `-` for stdin.
+        #[arg(long, conflicts_with_all = ["assignment", "task_file"])]
+        file: Option<PathBuf>,
+        /// Return the accepted identities at once.
+        #[arg(long)]
+        background: bool,
+        #[command(flatten)]
+        select: Select,
+    },
+    /// Stop one generation and its subtree.
+    Stop {
+        #[arg(num_args = 1..=2, required = true)]
+        target: Vec<String>,
+        #[command(flatten)]
+        select: Select,
+    },
+    /// Steer a running generation: `slate steer UUID@GEN TEXT`.
+    Steer {
+        target: String,
+        text: String,
+        #[command(flatten)]
+        select: Select,
+    },
+    /// Message a direct child (or the root inbox is read with `slate inbox`).
+    Message {
+        target: String,
+        text: String,
+        #[arg(long, default_value = "inbox", value_parser = ["inbox", "steer", "followUp"])]
+        mode: String,
+        #[command(flatten)]
+        select: Select,
+    },
+    /// Read (and consume) the root inbox.
+    Inbox {
+        #[command(flatten)]
+        select: Select,
+    },
+    /// Park an idle generation.
+    Park {
+        #[arg(num_args = 1..=2, required = true)]
+        target: Vec<String>,
+        #[command(flatten)]
+        select: Select,
+    },
+    /// Continue a paused generation: `slate resume UUID@GEN TEXT`.
+    Resume {
+        target: String,
+        text: String,
+        #[command(flatten)]
+        select: Select,
+    },
+    /// A new generation for an idle identity: `slate followup UUID@GEN TEXT`.
+    Followup {
+        target: String,
+        text: String,
+        #[command(flatten)]
+        select: Select,
+    },
+    /// A new generation for a parked identity: `slate revive UUID@GEN TEXT`.
+    Revive {
+        target: String,
+        text: String,
+        #[command(flatten)]
+        select: Select,
+    },
+    /// The read-only messages of exactly one generation.
+    Transcript {
+        #[arg(num_args = 1..=2, required = true)]
+        target: Vec<String>,
+        #[command(flatten)]
+        select: Select,
+    },
+    /// Wait for one outcome (`--target`), one receipt (`--message`), the root inbox, or
+    /// every current assignment (`--all`, exit 1 if any failed or was cancelled).
+    Wait {
+        #[arg(long)]
+        target: Option<String>,
+        #[arg(long)]
+        message: Option<String>,
+        #[arg(long, conflicts_with_all = ["target", "message"])]
+        all: bool,
+        #[arg(long, default_value_t = 60_000)]
+        timeout: u64,
+        #[command(flatten)]
+        select: Select,
+    },
+}
+
+/// Which coordinator a command talks to.
+#[derive(Debug, clap::Args)]
+pub struct Select {
+    /// The parent id of the coordinator (default: the one serving this directory, or
+    /// `SLATE_SOCKET`).
+    #[arg(long)]
+    pub parent: Option<String>,
 }
 
 /// Run a parsed command; the caller maps the result to the process exit code.
@@ -106,12 +243,33 @@ pub fn run(cli: Cli) -> ExitCode {
             &printer,
             &run::RunArgs {
                 file,
-                backend,
-                approve: approval(approve, no_approve),
-                model,
+                embed: embedded::EmbedArgs {
+                    backend,
+                    scenario: None,
+                    approve: approval(approve, no_approve),
+                    model,
+                    kill_grace: std::time::Duration::from_secs(10),
+                },
             },
         ),
-        Command::Status { target } => status::run(&printer, target.as_deref()),
+        Command::Serve {
+            backend,
+            scenario,
+            model,
+            approve,
+            no_approve,
+        } => serve::run(
+            &printer,
+            &embedded::EmbedArgs {
+                backend,
+                scenario,
+                approve: approval(approve, no_approve),
+                model,
+                kill_grace: std::time::Duration::from_secs(10),
+            },
+        ),
+        Command::Status { target, select } => status::run(&printer, &target, select.parent),
+        other => commands::run(&printer, other),
     }
 }
 
@@ -136,11 +294,14 @@ pub fn run_subagent_status(args: impl IntoIterator<Item = String>) -> ExitCode {
     struct Args {
         #[arg(long)]
         json: bool,
-        /// `UUID@generation` of one generation to show.
-        target: Option<String>,
+        /// The parent id of the coordinator to ask.
+        #[arg(long)]
+        parent: Option<String>,
+        /// One generation: `UUID@GEN` or `UUID GEN`.
+        target: Vec<String>,
     }
     match Args::try_parse_from(args) {
-        Ok(args) => status::run(&Printer::new(args.json), args.target.as_deref()),
+        Ok(args) => status::run(&Printer::new(args.json), &args.target, args.parent),
         Err(e) => {
             let code = if e.use_stderr() {
                 ExitCode::Usage

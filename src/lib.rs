@@ -5,6 +5,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod control;
 pub mod core;
 pub mod demo;
 pub mod policy;

@@ -270,7 +270,7 @@ async fn a_steer_during_a_slow_stream_is_delivered() {
     };
     match result {
         WaitResult::Message { message } => {
-            assert_eq!(message.status, slate::core::ReceiptStatus::Delivered)
+            assert_eq!(message.status, slate::core::ReceiptStatus::Delivered);
         }
         other => panic!("{other:?}"),
     }

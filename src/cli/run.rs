@@ -3,45 +3,25 @@
 //! (or the simulated backend). Prints progress and the ordered outcomes; SIGINT/SIGTERM shut
 //! down gracefully (every worker stopped, drained and disposed) before exiting.
 
-use std::collections::BTreeSet;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::Value;
 use tokio::signal::unix::{SignalKind, signal};
 
+use crate::cli::embedded::{EmbedArgs, Embedded, rt_shutdown};
 use crate::cli::profiles::report_problems;
 use crate::cli::{ExitCode, Printer};
-use crate::config::{Loaded, load};
-use crate::core::{ChildSnapshot, ModelSelection, Party, Refusal, Status};
-use crate::policy::Problem;
-use crate::policy::capabilities::pi_offered_tools;
-use crate::policy::model::ModelContext;
+use crate::core::{ChildSnapshot, Party, Refusal, Status};
 use crate::policy::request::{SubagentRequest, parse_delegate_task, parse_subagent};
 use crate::policy::resolve::{ResolveContext, resolve_call};
-use crate::runtime::{RuntimeConfig, RuntimeEvent, WorkerBackend, spawn};
+use crate::runtime::RuntimeEvent;
 use crate::store::fs::RealFs;
-use crate::store::paths;
 use crate::text::{SafeText, fit};
-use crate::worker::pi::{PiBackend, PiCommand};
-use crate::worker::sim::SimBackend;
-
-/// Which workers run the tasks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Backend {
-    /// Real `pi --mode rpc` processes (`$SLATE_PI` or `pi` on PATH).
-    Pi,
-    /// The scripted simulated worker (`assets/demo/scripts.json`).
-    Sim,
-}
 
 pub struct RunArgs {
     pub file: PathBuf,
-    pub backend: Backend,
-    pub approve: Option<bool>,
-    pub model: Option<String>,
+    pub embed: EmbedArgs,
 }
 
 pub fn run(printer: &Printer, args: &RunArgs) -> ExitCode {
@@ -72,43 +52,6 @@ fn read_request(file: &Path) -> Result<Value, String> {
     serde_json::from_str(&text).map_err(|e| format!("{}: invalid JSON: {e}", file.display()))
 }
 
-/// The root's own model: `--model provider/id[:effort]`, else pi's settings defaults.
-fn root_model(loaded: &Loaded, flag: Option<&str>) -> Result<ModelSelection, Problem> {
-    if let Some(text) = flag {
-        let (selection, effort) = text
-            .rsplit_once(':')
-            .map_or((text, None), |(s, e)| (s, Some(e)));
-        let (provider, id) = selection
-            .split_once('/')
-            .ok_or_else(|| Problem::new("--model", "must be provider/id[:effort]").value(text))?;
-        return Ok(ModelSelection {
-            provider: provider.to_owned(),
-            id: id.to_owned(),
-            effort: effort.map(str::to_owned),
-        });
-    }
-    let settings_path = loaded.agent_dir.join("settings.json");
-    let settings: Value = std::fs::read(&settings_path)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-        .unwrap_or(Value::Null);
-    let text = |key: &str| settings.get(key).and_then(Value::as_str).map(str::to_owned);
-    match (text("defaultProvider"), text("defaultModel")) {
-        (Some(provider), Some(id)) => Ok(ModelSelection {
-            provider,
-            id,
-            effort: text("defaultThinkingLevel"),
-        }),
-        _ => Err(Problem::new(
-            "--model",
-            format!(
-                "no model: pass --model provider/id, or set defaultProvider and defaultModel in {}",
-                settings_path.display()
-            ),
-        )),
-    }
-}
-
 #[allow(clippy::too_many_lines, reason = "the command's steps, in order")]
 async fn run_async(printer: &Printer, args: &RunArgs) -> ExitCode {
     // Installed first: a signal at any later point shuts down gracefully.
@@ -119,24 +62,14 @@ async fn run_async(printer: &Printer, args: &RunArgs) -> ExitCode {
         printer.error("cannot install signal handlers");
         return ExitCode::Usage;
     };
-    let cwd = match std::env::current_dir() {
-        Ok(cwd) => cwd,
-        Err(e) => {
-            printer.error(&format!("the current directory cannot be read: {e}"));
-            return ExitCode::Usage;
-        }
-    };
-    let loaded = match load(&cwd, args.approve) {
-        Ok(loaded) => loaded,
-        Err(problems) => {
-            report_problems(printer, "the delegation policy is invalid", &problems);
-            return ExitCode::Usage;
-        }
+    let Some(embedded) = Embedded::start(printer, &args.embed).await else {
+        return ExitCode::Usage;
     };
     let request = match read_request(&args.file) {
         Ok(value) => value,
         Err(e) => {
             printer.error(&e);
+            let _ = rt_shutdown(&embedded).await;
             return ExitCode::Usage;
         }
     };
@@ -147,82 +80,45 @@ async fn run_async(printer: &Printer, args: &RunArgs) -> ExitCode {
                 call
             } else {
                 report_problems(printer, "the request is invalid", &native);
+                let _ = rt_shutdown(&embedded).await;
                 return ExitCode::Usage;
             }
         }
     };
-    let parent = match root_model(&loaded, args.model.as_deref()) {
-        Ok(model) => model,
-        Err(problem) => {
-            report_problems(printer, "no model for the root", &[problem]);
-            return ExitCode::Usage;
-        }
-    };
-    let models = ModelContext {
-        known_providers: BTreeSet::from([parent.provider.clone()]),
-        parent,
-        operator_grants: Vec::new(),
-        parent_allowlist: None,
-    };
-    let offered = pi_offered_tools();
+    let loaded = &embedded.loaded;
+    let models = &embedded.models;
+    let offered = &embedded.offered;
     let ctx = ResolveContext {
         profiles: &loaded.profiles,
         root_cwd: &loaded.cwd,
         delegator: None,
-        offered: &offered,
-        models: &models,
+        offered,
+        models,
         fs: &RealFs,
     };
     let tasks = match resolve_call(&call, &ctx) {
         Ok(tasks) => tasks,
         Err(problems) => {
             report_problems(printer, "the request was refused by policy", &problems);
+            let _ = rt_shutdown(&embedded).await;
             return ExitCode::Refused;
         }
     };
 
-    let backend: Arc<dyn WorkerBackend> = match args.backend {
-        Backend::Sim => Arc::new(SimBackend::new(crate::demo::script_book())),
-        Backend::Pi => {
-            let pi = PiCommand::from_env();
-            // The version gate runs before any identity exists: fail closed, naming both.
-            if let Err(e) = PiBackend::check_version(&pi).await {
-                printer.error(&format!("pi cannot run delegated work: {e}"));
-                return ExitCode::Usage;
-            }
-            Arc::new(PiBackend::new(pi))
-        }
-    };
-    let root_id = uuid::Uuid::new_v4();
-    let session_dir = match paths::parent_session_dir(None, &loaded.agent_dir, &loaded.cwd) {
-        Ok(dir) => dir,
-        Err(e) => {
-            printer.error(&e.to_string());
-            return ExitCode::Usage;
-        }
-    };
-    let config = RuntimeConfig {
+    let Embedded {
+        rt,
+        join,
         root_id,
-        policy: loaded.profiles.scheduling,
-        id_seed: uuid::Uuid::new_v4().as_u64_pair().0,
-        delegation_dir: paths::delegation_dir(&session_dir, root_id),
-        event_log: true,
-        kill_grace: Duration::from_secs(10),
-    };
-    let delegation_dir = config.delegation_dir.clone();
-    let (rt, join) = match spawn(config, backend) {
-        Ok(started) => started,
-        Err(e) => {
-            printer.error(&e.to_string());
-            return ExitCode::Usage;
-        }
-    };
+        delegation_dir,
+        ..
+    } = embedded;
     let mut events = rt.subscribe();
     let fg = match rt.delegate(Party::Root, tasks).await {
         Ok(Ok(fg)) => fg,
         Ok(Err(refusal)) => {
             refused(printer, &refusal);
             let _ = rt.shutdown().await;
+            let _ = join.await;
             return ExitCode::Refused;
         }
         Err(e) => {

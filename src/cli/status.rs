@@ -1,25 +1,104 @@
-//! `slate status` / `subagent-status`.
-//!
-//! A running coordinator is reached through its control socket; until one is serving this
-//! directory there is nothing to query, which is exit code 3 with a hint.
+//! `slate status` / `subagent-status`: the fleet table, or one generation with its history
+//! and presence. When the selected coordinator (`--parent ID`) has exited, its event log is
+//! read instead and marked as read-only history.
 
+use serde_json::{Value, json};
+
+use crate::cli::fleet::{block_on, call, connect, fleet_table, status_view, target};
 use crate::cli::{ExitCode, Printer};
-use crate::core::ChildRef;
+use crate::store::event_log::read_history;
 
-pub fn run(printer: &Printer, target: Option<&str>) -> ExitCode {
-    if let Some(target) = target
-        && let Err(e) = target.parse::<ChildRef>()
-    {
-        printer.error(&format!("target {target:?}: {e}"));
+pub fn run(printer: &Printer, words: &[String], parent: Option<String>) -> ExitCode {
+    let target = if words.is_empty() {
+        None
+    } else {
+        match target(words) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                printer.error(&e);
+                return ExitCode::Usage;
+            }
+        }
+    };
+    block_on(printer, async move {
+        let params = target.map_or_else(|| json!({}), |r| json!({"target": r.to_string()}));
+        let client = match connect(printer, parent.clone()).await {
+            Ok(client) => client,
+            Err(ExitCode::NoCoordinator) if parent.is_some() => {
+                return from_history(printer, parent.as_deref().unwrap_or_default(), target);
+            }
+            Err(code) => return code,
+        };
+        match call(printer, &client, "status", params).await {
+            Ok(v) => {
+                if printer.json() {
+                    printer.value(&v);
+                } else if target.is_some() {
+                    printer.out(&status_view(&v));
+                } else {
+                    printer.out(&fleet_table(&v));
+                }
+                ExitCode::Ok
+            }
+            Err(code) => code,
+        }
+    })
+}
+
+/// The exited coordinator's `events.jsonl`, as read-only history.
+fn from_history(
+    printer: &Printer,
+    parent: &str,
+    target: Option<crate::core::ChildRef>,
+) -> ExitCode {
+    let Ok(parent_id) = parent.parse::<uuid::Uuid>() else {
+        printer.error(&format!("--parent {parent:?}: not a full UUID"));
         return ExitCode::Usage;
+    };
+    let located = std::env::current_dir().ok().and_then(|cwd| {
+        let loaded = crate::config::load(&cwd, Some(false)).ok()?;
+        let session =
+            crate::store::paths::parent_session_dir(None, &loaded.agent_dir, &loaded.cwd).ok()?;
+        Some(crate::store::paths::event_log_path(
+            &crate::store::paths::delegation_dir(&session, parent_id),
+        ))
+    });
+    let Some(log) = located.filter(|p| p.exists()) else {
+        printer.error(&format!(
+            "no coordinator {parent_id} is running and no event log of it exists for this directory; start one with `slate serve`"
+        ));
+        return ExitCode::NoCoordinator;
+    };
+    let history = match read_history(&log) {
+        Ok(h) => h,
+        Err(e) => {
+            printer.error(&e.to_string());
+            return ExitCode::Usage;
+        }
+    };
+    let children: Vec<Value> = history
+        .snapshots
+        .iter()
+        .filter(|s| target.is_none_or(|r| s.id == r.id))
+        .filter_map(|s| serde_json::to_value(s).ok())
+        .collect();
+    if let Some(r) = target
+        && !history.snapshots.iter().any(|s| s.child_ref() == r)
+    {
+        printer.error(&format!(
+            "target: no identity {r} in the history of {parent_id}"
+        ));
+        return ExitCode::Refused;
     }
-    let cwd = std::env::current_dir().map_or_else(
-        |_| "the current directory".to_owned(),
-        |d| crate::text::SafeText::line(&d.display().to_string()).into_string(),
-    );
-    printer.error(&format!(
-        "no Slate coordinator is reachable for {cwd}. This build runs fleets embedded \
-         (`slate demo`); a serving coordinator (`slate serve`) is not part of it yet."
-    ));
-    ExitCode::NoCoordinator
+    let view = json!({"readOnlyHistory": true, "parentId": parent_id, "eventLog": log, "children": children, "agents": []});
+    if printer.json() {
+        printer.value(&view);
+    } else {
+        printer.out(&format!(
+            "read-only history of exited coordinator {parent_id} ({})\n{}",
+            log.display(),
+            fleet_table(&view)
+        ));
+    }
+    ExitCode::Ok
 }

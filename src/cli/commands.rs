@@ -1,0 +1,380 @@
+//! The fleet commands that map one-to-one onto control methods.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::cli::fleet::{block_on, simple, snapshot_line, target, wait_all};
+use crate::cli::{Command, ExitCode, Printer};
+use crate::text::SafeText;
+
+fn parse_target(printer: &Printer, words: &[String]) -> Option<String> {
+    match target(words) {
+        Ok(r) => Some(r.to_string()),
+        Err(e) => {
+            printer.error(&e);
+            None
+        }
+    }
+}
+
+#[allow(clippy::format_collect, reason = "a few lines of output")]
+fn snapshot_reply(v: &Value) -> String {
+    match v.get("kind").and_then(Value::as_str) {
+        Some("snapshot") => format!("{}\n", snapshot_line(&v["child"])),
+        Some("stopped") => v["children"].as_array().map_or(String::new(), |c| {
+            c.iter().map(|s| snapshot_line(s) + "\n").collect()
+        }),
+        Some("admitted") => v["children"].as_array().map_or(String::new(), |c| {
+            c.iter().map(|s| snapshot_line(s) + "\n").collect()
+        }),
+        Some("message") => format!(
+            "message {} {}: {}\n",
+            v["message"]["id"].as_str().unwrap_or(""),
+            v["message"]["mode"].as_str().unwrap_or(""),
+            v["message"]["status"].as_str().unwrap_or("")
+        ),
+        Some("inbox") => v["messages"]
+            .as_array()
+            .map_or("(empty)\n".to_owned(), |m| {
+                if m.is_empty() {
+                    "(empty)\n".to_owned()
+                } else {
+                    m.iter()
+                        .map(|m| {
+                            format!(
+                                "{} from {}: {}\n",
+                                m["id"].as_str().unwrap_or(""),
+                                m["sender"].as_str().unwrap_or(""),
+                                SafeText::line(m["text"].as_str().unwrap_or(""))
+                            )
+                        })
+                        .collect()
+                }
+            }),
+        Some("wait") => format!("{}\n", SafeText::line(&v["result"].to_string())),
+        _ => format!("{}\n", SafeText::line(&v.to_string())),
+    }
+}
+
+fn read_json(path: &Path) -> Result<Value, String> {
+    let text = if path == Path::new("-") {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+            .map_err(|e| e.to_string())?;
+        text
+    } else {
+        std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?
+    };
+    serde_json::from_str(&text).map_err(|e| format!("{}: invalid JSON: {e}", path.display()))
+}
+
+#[allow(
+    clippy::too_many_lines,
+    clippy::format_collect,
+    reason = "one arm per command"
+)]
+pub fn run(printer: &Printer, command: Command) -> ExitCode {
+    let usage = |e: String| {
+        printer.error(&e);
+        ExitCode::Usage
+    };
+    match command {
+        Command::Stop { target, select } => {
+            let Some(t) = parse_target(printer, &target) else {
+                return ExitCode::Usage;
+            };
+            block_on(
+                printer,
+                simple(
+                    printer,
+                    select.parent,
+                    "stop",
+                    json!({"target": t}),
+                    snapshot_reply,
+                ),
+            )
+        }
+        Command::Park { target, select } => {
+            let Some(t) = parse_target(printer, &target) else {
+                return ExitCode::Usage;
+            };
+            block_on(
+                printer,
+                simple(
+                    printer,
+                    select.parent,
+                    "park",
+                    json!({"target": t}),
+                    snapshot_reply,
+                ),
+            )
+        }
+        Command::Transcript { target, select } => {
+            let Some(t) = parse_target(printer, &target) else {
+                return ExitCode::Usage;
+            };
+            block_on(
+                printer,
+                simple(
+                    printer,
+                    select.parent,
+                    "transcript",
+                    json!({"target": t}),
+                    |v| {
+                        v["messages"].as_array().map_or(String::new(), |m| {
+                            m.iter()
+                                .map(|m| {
+                                    let role = m["role"].as_str().unwrap_or("?");
+                                    let text: String = match &m["content"] {
+                                        Value::String(s) => s.clone(),
+                                        Value::Array(blocks) => blocks
+                                            .iter()
+                                            .filter_map(|b| b["text"].as_str())
+                                            .collect::<Vec<_>>()
+                                            .join(""),
+                                        _ => String::new(),
+                                    };
+                                    format!("[{role}] {}\n", SafeText::lines(&text))
+                                })
+                                .collect()
+                        })
+                    },
+                ),
+            )
+        }
+        Command::Steer {
+            target,
+            text,
+            select,
+        } => {
+            let Some(t) = parse_target(printer, &[target]) else {
+                return ExitCode::Usage;
+            };
+            block_on(
+                printer,
+                simple(
+                    printer,
+                    select.parent,
+                    "steer",
+                    json!({"target": t, "text": text}),
+                    snapshot_reply,
+                ),
+            )
+        }
+        Command::Message {
+            target,
+            text,
+            mode,
+            select,
+        } => {
+            let Some(t) = parse_target(printer, &[target]) else {
+                return ExitCode::Usage;
+            };
+            block_on(
+                printer,
+                simple(
+                    printer,
+                    select.parent,
+                    "message",
+                    json!({"target": t, "text": text, "mode": mode}),
+                    snapshot_reply,
+                ),
+            )
+        }
+        Command::Inbox { select } => block_on(
+            printer,
+            simple(printer, select.parent, "inbox", json!({}), snapshot_reply),
+        ),
+        Command::Resume {
+            target,
+            text,
+            select,
+        } => {
+            let Some(t) = parse_target(printer, &[target]) else {
+                return ExitCode::Usage;
+            };
+            block_on(
+                printer,
+                simple(
+                    printer,
+                    select.parent,
+                    "resume",
+                    json!({"target": t, "assignment": text}),
+                    snapshot_reply,
+                ),
+            )
+        }
+        Command::Followup {
+            target,
+            text,
+            select,
+        } => {
+            let Some(t) = parse_target(printer, &[target]) else {
+                return ExitCode::Usage;
+            };
+            block_on(
+                printer,
+                simple(
+                    printer,
+                    select.parent,
+                    "followup",
+                    json!({"target": t, "assignment": text}),
+                    snapshot_reply,
+                ),
+            )
+        }
+        Command::Revive {
+            target,
+            text,
+            select,
+        } => {
+            let Some(t) = parse_target(printer, &[target]) else {
+                return ExitCode::Usage;
+            };
+            block_on(
+                printer,
+                simple(
+                    printer,
+                    select.parent,
+                    "revive",
+                    json!({"target": t, "assignment": text}),
+                    snapshot_reply,
+                ),
+            )
+        }
+        Command::Wait {
+            target,
+            message,
+            all,
+            timeout,
+            select,
+        } => {
+            if all {
+                return block_on(
+                    printer,
+                    wait_all(printer, select.parent, Duration::from_millis(timeout)),
+                );
+            }
+            let mut params = json!({"timeoutMs": timeout});
+            if let Some(t) = target {
+                let Some(t) = parse_target(printer, &[t]) else {
+                    return ExitCode::Usage;
+                };
+                params["target"] = json!(t);
+            }
+            if let Some(m) = message {
+                params["messageId"] = json!(m);
+            }
+            block_on(
+                printer,
+                simple(printer, select.parent, "wait", params, snapshot_reply),
+            )
+        }
+        Command::Delegate {
+            assignment,
+            profile,
+            model,
+            cwd,
+            limits,
+            schema,
+            task_file,
+            file,
+            background,
+            select,
+        } => {
+            let request = if let Some(file) = file {
+                match read_json(&file) {
+                    Ok(v) => v,
+                    Err(e) => return usage(e),
+                }
+            } else {
+                let mut task = json!({"profile": profile});
+                match (assignment, task_file) {
+                    (Some(a), None) => task["assignment"] = json!(a),
+                    (None, Some(f)) => task["taskFile"] = json!(f),
+                    _ => {
+                        return usage(
+                            "give exactly one of an assignment, --task-file or --file".to_owned(),
+                        );
+                    }
+                }
+                if let Some(m) = model {
+                    task["model"] = json!(m);
+                }
+                if let Some(c) = cwd {
+                    task["cwd"] = json!(c);
+                }
+                if let Some(l) = limits {
+                    match serde_json::from_str::<Value>(&l) {
+                        Ok(v) => task["limits"] = v,
+                        Err(e) => return usage(format!("--limits: invalid JSON: {e}")),
+                    }
+                }
+                if let Some(s) = schema {
+                    match read_json(&s) {
+                        Ok(v) => task["resultSchema"] = v,
+                        Err(e) => return usage(format!("--schema: {e}")),
+                    }
+                }
+                task
+            };
+            block_on(
+                printer,
+                delegate(printer, select.parent, request, background),
+            )
+        }
+        Command::Demo { .. }
+        | Command::Profiles { .. }
+        | Command::Run { .. }
+        | Command::Serve { .. }
+        | Command::Status { .. } => {
+            usage("internal: command routed to the wrong handler".to_owned())
+        }
+    }
+}
+
+async fn delegate(
+    printer: &Printer,
+    parent: Option<String>,
+    request: Value,
+    background: bool,
+) -> ExitCode {
+    let client = match crate::cli::fleet::connect(printer, parent).await {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let params = json!({"request": request, "background": background});
+    let result = match crate::cli::fleet::call(printer, &client, "delegate", params).await {
+        Ok(v) => v,
+        Err(code) => return code,
+    };
+    if printer.json() {
+        printer.value(&result);
+    } else if background {
+        printer.out(&snapshot_reply(&result));
+    } else {
+        let outcomes = result["outcome"]["outcomes"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        printer.out(
+            &outcomes
+                .iter()
+                .map(|s| snapshot_line(s) + "\n")
+                .collect::<String>(),
+        );
+    }
+    if background {
+        return ExitCode::Ok;
+    }
+    let all_settled = result["outcome"]["outcomes"]
+        .as_array()
+        .is_some_and(|o| o.iter().all(|s| s["status"].as_str() == Some("settled")));
+    if all_settled {
+        ExitCode::Ok
+    } else {
+        ExitCode::Refused
+    }
+}

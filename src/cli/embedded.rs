@@ -1,0 +1,189 @@
+//! Starting a coordinator for the current directory (shared by `slate run` and
+//! `slate serve`): policy, the root model, the worker backend (with pi's version gate before
+//! any identity exists) and the runtime.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::cli::Printer;
+use crate::cli::profiles::report_problems;
+use crate::config::{Loaded, load};
+use crate::core::ModelSelection;
+use crate::policy::Problem;
+use crate::policy::capabilities::{OfferedTool, pi_offered_tools};
+use crate::policy::model::ModelContext;
+use crate::runtime::{RuntimeConfig, RuntimeHandle, RuntimeReport, WorkerBackend, spawn};
+use crate::store::paths;
+use crate::worker::pi::{PiBackend, PiCommand};
+use crate::worker::sim::{ScriptBook, SimBackend};
+
+/// Which workers run the tasks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Backend {
+    /// Real `pi --mode rpc` processes (`$SLATE_PI` or `pi` on PATH).
+    Pi,
+    /// The scripted simulated worker (`assets/demo/scripts.json`, or `--scenario FILE`).
+    Sim,
+}
+
+pub struct EmbedArgs {
+    pub backend: Backend,
+    /// A script book for the simulated backend.
+    pub scenario: Option<PathBuf>,
+    pub approve: Option<bool>,
+    pub model: Option<String>,
+    /// How long shutdown waits for aborted workers before signalling them.
+    pub kill_grace: Duration,
+}
+
+/// A running coordinator and what it was resolved against.
+pub struct Embedded {
+    pub rt: RuntimeHandle,
+    pub join: tokio::task::JoinHandle<RuntimeReport>,
+    pub loaded: Loaded,
+    pub models: ModelContext,
+    pub offered: Vec<OfferedTool>,
+    pub root_id: uuid::Uuid,
+    pub delegation_dir: PathBuf,
+}
+
+/// Shut the runtime down and wait for it.
+pub async fn rt_shutdown(embedded: &Embedded) -> Result<(), crate::runtime::RuntimeError> {
+    embedded.rt.shutdown().await
+}
+
+impl Embedded {
+    /// Everything up to a running runtime; problems are printed (exit 2 territory).
+    pub async fn start(printer: &Printer, args: &EmbedArgs) -> Option<Self> {
+        let cwd = match std::env::current_dir() {
+            Ok(cwd) => cwd,
+            Err(e) => {
+                printer.error(&format!("the current directory cannot be read: {e}"));
+                return None;
+            }
+        };
+        let loaded = match load(&cwd, args.approve) {
+            Ok(loaded) => loaded,
+            Err(problems) => {
+                report_problems(printer, "the delegation policy is invalid", &problems);
+                return None;
+            }
+        };
+        let parent = match root_model(&loaded, args.model.as_deref()) {
+            Ok(model) => model,
+            Err(problem) => {
+                report_problems(printer, "no model for the root", &[problem]);
+                return None;
+            }
+        };
+        let models = ModelContext {
+            known_providers: BTreeSet::from([parent.provider.clone()]),
+            parent,
+            operator_grants: Vec::new(),
+            parent_allowlist: None,
+        };
+        let backend: Arc<dyn WorkerBackend> = match args.backend {
+            Backend::Sim => {
+                let book = match &args.scenario {
+                    None => crate::demo::script_book(),
+                    Some(file) => {
+                        let parsed = std::fs::read_to_string(file)
+                            .map_err(|e| e.to_string())
+                            .and_then(|text| ScriptBook::parse(&text).map_err(|e| e.to_string()));
+                        match parsed {
+                            Ok(book) => book,
+                            Err(e) => {
+                                printer.error(&format!("--scenario {}: {e}", file.display()));
+                                return None;
+                            }
+                        }
+                    }
+                };
+                Arc::new(SimBackend::new(book))
+            }
+            Backend::Pi => {
+                let pi = PiCommand::from_env();
+                // The version gate runs before any identity exists: fail closed, naming both.
+                if let Err(e) = PiBackend::check_version(&pi).await {
+                    printer.error(&format!("pi cannot run delegated work: {e}"));
+                    return None;
+                }
+                Arc::new(PiBackend::new(pi))
+            }
+        };
+        let root_id = uuid::Uuid::new_v4();
+        let session_dir = match paths::parent_session_dir(None, &loaded.agent_dir, &loaded.cwd) {
+            Ok(dir) => dir,
+            Err(e) => {
+                printer.error(&e.to_string());
+                return None;
+            }
+        };
+        let delegation_dir = paths::delegation_dir(&session_dir, root_id);
+        let config = RuntimeConfig {
+            root_id,
+            policy: loaded.profiles.scheduling,
+            id_seed: uuid::Uuid::new_v4().as_u64_pair().0,
+            delegation_dir: delegation_dir.clone(),
+            event_log: true,
+            kill_grace: args.kill_grace,
+        };
+        let (rt, join) = match spawn(config, backend) {
+            Ok(started) => started,
+            Err(e) => {
+                printer.error(&e.to_string());
+                return None;
+            }
+        };
+        Some(Self {
+            rt,
+            join,
+            loaded,
+            models,
+            offered: pi_offered_tools(),
+            root_id,
+            delegation_dir,
+        })
+    }
+}
+
+/// The root's own model: `--model provider/id[:effort]`, else pi's settings defaults.
+fn root_model(loaded: &Loaded, flag: Option<&str>) -> Result<ModelSelection, Problem> {
+    if let Some(text) = flag {
+        let (selection, effort) = text
+            .rsplit_once(':')
+            .map_or((text, None), |(s, e)| (s, Some(e)));
+        let (provider, id) = selection
+            .split_once('/')
+            .ok_or_else(|| Problem::new("--model", "must be provider/id[:effort]").value(text))?;
+        return Ok(ModelSelection {
+            provider: provider.to_owned(),
+            id: id.to_owned(),
+            effort: effort.map(str::to_owned),
+        });
+    }
+    let settings_path = loaded.agent_dir.join("settings.json");
+    let settings: Value = std::fs::read(&settings_path)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or(Value::Null);
+    let text = |key: &str| settings.get(key).and_then(Value::as_str).map(str::to_owned);
+    match (text("defaultProvider"), text("defaultModel")) {
+        (Some(provider), Some(id)) => Ok(ModelSelection {
+            provider,
+            id,
+            effort: text("defaultThinkingLevel"),
+        }),
+        _ => Err(Problem::new(
+            "--model",
+            format!(
+                "no model: pass --model provider/id, or set defaultProvider and defaultModel in {}",
+                settings_path.display()
+            ),
+        )),
+    }
+}

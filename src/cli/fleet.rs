@@ -1,0 +1,293 @@
+//! Fleet commands against a running coordinator (`slate serve`) over its control socket.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::cli::{ExitCode, Printer};
+use crate::control::{Client, ClientError, RuntimeDir, Selector, discovery};
+use crate::core::ChildRef;
+use crate::text::{SafeText, fit, pad};
+
+/// Parse `UUID@GEN` or `UUID GEN` (exactly; never a prefix or "latest").
+pub fn target(words: &[String]) -> Result<ChildRef, String> {
+    match words {
+        [one] => one
+            .parse::<ChildRef>()
+            .map_err(|e| format!("target {one:?}: {e}")),
+        [id, generation] => format!("{id}@{generation}")
+            .parse::<ChildRef>()
+            .map_err(|e| format!("target {id:?} {generation:?}: {e}")),
+        _ => Err("give the target as UUID@GENERATION or UUID GENERATION".to_owned()),
+    }
+}
+
+/// Connect to the selected coordinator, or explain how to start one (exit 3).
+pub async fn connect(printer: &Printer, parent: Option<String>) -> Result<Client, ExitCode> {
+    let cwd = std::env::current_dir().map_err(|e| {
+        printer.error(&format!("the current directory cannot be read: {e}"));
+        ExitCode::Usage
+    })?;
+    let endpoint = discovery::locate(&RuntimeDir::from_env(), &Selector::from_env(parent), &cwd)
+        .map_err(|e| {
+            printer.error(&SafeText::line(&e.to_string()).into_string());
+            if e.is_unreachable() {
+                ExitCode::NoCoordinator
+            } else {
+                ExitCode::Usage
+            }
+        })?;
+    Client::connect(&endpoint).await.map_err(|e| {
+        printer.error(&SafeText::line(&e.to_string()).into_string());
+        if e.is_unreachable() {
+            ExitCode::NoCoordinator
+        } else {
+            ExitCode::Usage
+        }
+    })
+}
+
+/// One call; a refusal prints `refused [code]: message` (or JSON) and maps to exit 1.
+pub async fn call(
+    printer: &Printer,
+    client: &Client,
+    method: &str,
+    params: Value,
+) -> Result<Value, ExitCode> {
+    client
+        .call(method, params)
+        .await
+        .map_err(|e| report(printer, &e))
+}
+
+fn report(printer: &Printer, error: &ClientError) -> ExitCode {
+    let Some(remote) = error.remote() else {
+        printer.error(&SafeText::line(&error.to_string()).into_string());
+        return if error.is_unreachable() {
+            ExitCode::NoCoordinator
+        } else {
+            ExitCode::Usage
+        };
+    };
+    if printer.json() {
+        printer.value(&json!({"error": remote}));
+    } else {
+        let mut text = format!(
+            "refused [{}]: {}",
+            remote.code,
+            SafeText::lines(&remote.message)
+        );
+        if let Some(data) = &remote.data {
+            let _ = write!(text, "\n{}", SafeText::lines(&data.to_string()));
+        }
+        printer.error(&text);
+    }
+    if remote.code == "invalid-request" || remote.code == "unknown-method" {
+        ExitCode::Usage
+    } else {
+        ExitCode::Refused
+    }
+}
+
+/// Run an async command body on a small runtime.
+pub fn block_on(printer: &Printer, body: impl std::future::Future<Output = ExitCode>) -> ExitCode {
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt.block_on(body),
+        Err(e) => {
+            printer.error(&format!("cannot start the async runtime: {e}"));
+            ExitCode::Usage
+        }
+    }
+}
+
+/// A control method with a printed result: JSON as returned, or `human(result)`.
+pub async fn simple(
+    printer: &Printer,
+    parent: Option<String>,
+    method: &str,
+    params: Value,
+    human: impl Fn(&Value) -> String,
+) -> ExitCode {
+    let client = match connect(printer, parent).await {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    match call(printer, &client, method, params).await {
+        Ok(result) => {
+            if printer.json() {
+                printer.value(&result);
+            } else {
+                printer.out(&human(&result));
+            }
+            ExitCode::Ok
+        }
+        Err(code) => code,
+    }
+}
+
+fn text(v: &Value, key: &str) -> String {
+    v.get(key)
+        .and_then(Value::as_str)
+        .map(|s| SafeText::line(s).into_string())
+        .unwrap_or_default()
+}
+
+/// One snapshot as a line.
+pub fn snapshot_line(s: &Value) -> String {
+    let r = format!("{}@{}", text(s, "id"), s["generation"]);
+    let t = &s["telemetry"];
+    let tokens = t["tokens"]["total"]
+        .as_u64()
+        .map_or("—".to_owned(), |n| n.to_string());
+    let cost = t["cost"]
+        .as_f64()
+        .map_or("—".to_owned(), |c| format!("${c:.4}"));
+    let depth = usize::try_from(s["depth"].as_u64().unwrap_or(1)).unwrap_or(1);
+    let lease = if s["writerLease"].as_bool() == Some(true) {
+        " W"
+    } else {
+        ""
+    };
+    format!(
+        "{}{} {} {} {} req {} tok {} {}{}  {}",
+        "  ".repeat(depth.saturating_sub(1)),
+        r,
+        pad(&text(s, "profile"), 14),
+        pad(&text(s, "status"), 9),
+        fit(&text(s, "assignment"), 36),
+        t["requests"].as_u64().unwrap_or(0),
+        tokens,
+        cost,
+        lease,
+        fit(&text(s, "activity"), 40),
+    )
+}
+
+/// The fleet table (`status` without a target).
+pub fn fleet_table(v: &Value) -> String {
+    let mut out = String::new();
+    let children = v["children"].as_array().cloned().unwrap_or_default();
+    let agents = v["agents"].as_array().cloned().unwrap_or_default();
+    let presence = |id: &str| {
+        agents
+            .iter()
+            .find(|a| a["id"].as_str() == Some(id))
+            .map(|a| text(a, "presence"))
+            .unwrap_or_default()
+    };
+    let count = |status: &str| {
+        children
+            .iter()
+            .filter(|c| c["status"].as_str() == Some(status))
+            .count()
+    };
+    let _ = writeln!(
+        out,
+        "parent {} · {} current generations · running {} · queued {} · settled {} · failed {} · cancelled {} · paused {}",
+        text(v, "parentId"),
+        children.len(),
+        count("running"),
+        count("queued"),
+        count("settled"),
+        count("failed"),
+        count("cancelled"),
+        count("paused"),
+    );
+    for c in &children {
+        let _ = writeln!(out, "{}  [{}]", snapshot_line(c), presence(&text(c, "id")));
+    }
+    out
+}
+
+/// `status` with a target: the snapshot, its generations and presence.
+pub fn status_view(v: &Value) -> String {
+    let mut out = String::new();
+    let s = &v["snapshot"];
+    let _ = writeln!(out, "{}", snapshot_line(s));
+    for key in [
+        "cwd",
+        "error",
+        "result",
+        "transcript",
+        "limitReason",
+        "pauseReason",
+    ] {
+        let value = text(s, key);
+        if !value.is_empty() {
+            let _ = writeln!(out, "  {key}: {}", fit(&value, 200));
+        }
+    }
+    let _ = writeln!(out, "  limits: {}", s["limits"]);
+    if let Some(a) = s.get("artifacts").filter(|a| !a.is_null()) {
+        let _ = writeln!(out, "  artifacts: {a}");
+    }
+    let generations = v["generations"].as_array().cloned().unwrap_or_default();
+    let _ = writeln!(out, "generations ({}):", generations.len());
+    for g in &generations {
+        let _ = writeln!(out, "  {}", snapshot_line(g));
+    }
+    let id = text(s, "id");
+    if let Some(a) = v["agents"]
+        .as_array()
+        .and_then(|a| a.iter().find(|a| a["id"].as_str() == Some(&id)))
+    {
+        let _ = writeln!(
+            out,
+            "presence: {} (generation {})",
+            text(a, "presence"),
+            a["generation"]
+        );
+    }
+    out
+}
+
+/// `wait --all`: wait until every current assignment has a drained outcome.
+pub async fn wait_all(printer: &Printer, parent: Option<String>, timeout: Duration) -> ExitCode {
+    let client = match connect(printer, parent).await {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let fleet = match call(printer, &client, "status", json!({})).await {
+            Ok(v) => v,
+            Err(code) => return code,
+        };
+        let children = fleet["children"].as_array().cloned().unwrap_or_default();
+        let drained = children.iter().all(|c| {
+            c["disposed"].as_bool() == Some(true) || c["status"].as_str() == Some("paused")
+        });
+        if drained {
+            let bad: Vec<&Value> = children
+                .iter()
+                .filter(|c| matches!(c["status"].as_str(), Some("failed" | "cancelled")))
+                .collect();
+            let summary = json!({
+                "total": children.len(),
+                "settled": children.iter().filter(|c| c["status"].as_str() == Some("settled")).count(),
+                "paused": children.iter().filter(|c| c["status"].as_str() == Some("paused")).count(),
+                "failed": children.iter().filter(|c| c["status"].as_str() == Some("failed")).count(),
+                "cancelled": children.iter().filter(|c| c["status"].as_str() == Some("cancelled")).count(),
+            });
+            if printer.json() {
+                printer.value(&summary);
+            } else {
+                printer.out(&fleet_table(&fleet));
+            }
+            return if bad.is_empty() {
+                ExitCode::Ok
+            } else {
+                ExitCode::Refused
+            };
+        }
+        if tokio::time::Instant::now() >= deadline {
+            printer.error("wait --all: timed out before every assignment drained");
+            return ExitCode::Refused;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

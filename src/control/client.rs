@@ -1,0 +1,297 @@
+//! The control client: connect, `hello`, then any number of concurrent calls matched to their
+//! responses by id, and an optional stream of notifications.
+
+use std::collections::HashMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::net::UnixStream;
+use tokio::net::unix::OwnedReadHalf;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use super::codec::{LineReader, encode_line, write_lines};
+use super::discovery::Endpoint;
+use super::protocol::{
+    ControlError, HelloParams, HelloResult, MAX_SERVER_LINE, METHOD_HELLO, METHOD_SUBSCRIBE,
+    Notification, PROTOCOL_VERSION, Request, RequestId, Response, ServerMessage,
+};
+
+/// How long `connect` waits for the socket and the `hello` answer together.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Requests queued for the writer task.
+const OUTBOX: usize = 64;
+/// Notifications buffered for a slow subscriber before the client stops reading (and the
+/// server reports `lagged`).
+const NOTIFICATION_BUFFER: usize = 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("cannot connect to the coordinator at {}: {source}", path.display())]
+    Connect { path: PathBuf, source: io::Error },
+    #[error("the coordinator did not answer within {0:?}")]
+    Timeout(Duration),
+    #[error("the coordinator closed the connection")]
+    Closed,
+    #[error("control socket: {0}")]
+    Io(#[source] io::Error),
+    #[error("the coordinator sent an invalid message: {0}")]
+    Protocol(String),
+    /// The coordinator answered with an error (a refusal or a transport error).
+    #[error("{0}")]
+    Remote(ControlError),
+    #[error("this connection is already subscribed")]
+    AlreadySubscribed,
+}
+
+impl ClientError {
+    /// True when no coordinator listens there (the CLI's exit 3).
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self, Self::Connect { source, .. } if matches!(
+            source.kind(),
+            io::ErrorKind::ConnectionRefused | io::ErrorKind::NotFound
+        ))
+    }
+
+    /// The coordinator's error, if it sent one.
+    pub fn remote(&self) -> Option<&ControlError> {
+        match self {
+            Self::Remote(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Calls waiting for their response.
+#[derive(Default)]
+struct Pending {
+    waiting: HashMap<u64, oneshot::Sender<Response>>,
+    state: State,
+}
+
+#[derive(Clone, Default)]
+enum State {
+    #[default]
+    Open,
+    /// The connection ended, with the error the server gave for it (a response without an
+    /// id, e.g. `busy`), if any.
+    Closed(Option<ControlError>),
+}
+
+fn lock(pending: &Mutex<Pending>) -> MutexGuard<'_, Pending> {
+    pending.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A connection that completed `hello`. Cheap to share behind an `Arc`; calls may run
+/// concurrently.
+pub struct Client {
+    /// Whole request lines for the writer task.
+    outbox: mpsc::Sender<Vec<u8>>,
+    pending: Arc<Mutex<Pending>>,
+    next_id: AtomicU64,
+    notifications: Mutex<Option<mpsc::Receiver<Notification>>>,
+    server: Option<HelloResult>,
+    reader: JoinHandle<()>,
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+impl Client {
+    /// Connects and says `hello`, within [`CONNECT_TIMEOUT`].
+    pub async fn connect(endpoint: &Endpoint) -> Result<Self, ClientError> {
+        Self::connect_path(&endpoint.socket, CONNECT_TIMEOUT).await
+    }
+
+    pub async fn connect_path(socket: &Path, timeout: Duration) -> Result<Self, ClientError> {
+        tokio::time::timeout(timeout, async {
+            let stream =
+                UnixStream::connect(socket)
+                    .await
+                    .map_err(|source| ClientError::Connect {
+                        path: socket.to_owned(),
+                        source,
+                    })?;
+            let mut client = Self::from_stream(stream);
+            let params = HelloParams {
+                protocol: PROTOCOL_VERSION,
+                client: Some(format!("slate {}", env!("CARGO_PKG_VERSION"))),
+            };
+            let params =
+                serde_json::to_value(params).map_err(|e| ClientError::Protocol(e.to_string()))?;
+            let hello = client.call(METHOD_HELLO, params).await?;
+            client.server = Some(
+                serde_json::from_value(hello)
+                    .map_err(|e| ClientError::Protocol(format!("hello result: {e}")))?,
+            );
+            Ok(client)
+        })
+        .await
+        .map_err(|_| ClientError::Timeout(timeout))?
+    }
+
+    /// Wraps a connected stream without saying `hello` (for tests of the handshake itself).
+    pub fn from_stream(stream: UnixStream) -> Self {
+        let (read, write) = stream.into_split();
+        let pending = Arc::new(Mutex::new(Pending::default()));
+        let (notify_tx, notify_rx) = mpsc::channel(NOTIFICATION_BUFFER);
+        let reader = tokio::spawn(read_messages(read, Arc::clone(&pending), notify_tx));
+        let (outbox, lines) = mpsc::channel(OUTBOX);
+        tokio::spawn(write_lines(write, lines));
+        Self {
+            outbox,
+            pending,
+            next_id: AtomicU64::new(1),
+            notifications: Mutex::new(Some(notify_rx)),
+            server: None,
+            reader,
+        }
+    }
+
+    /// What the server said in `hello` (`None` only for [`Client::from_stream`]).
+    pub fn server(&self) -> Option<&HelloResult> {
+        self.server.as_ref()
+    }
+
+    /// Sends one request and waits for its response. `params` must be an object (or null).
+    pub async fn call(&self, method: &str, params: Value) -> Result<Value, ClientError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut pending = lock(&self.pending);
+            if let State::Closed(reason) = &pending.state {
+                return Err(closed_error(reason.clone()));
+            }
+            pending.waiting.insert(id, tx);
+        }
+        let _forget = Forget {
+            pending: &self.pending,
+            id,
+        };
+        let request = Request {
+            id: RequestId::from(id),
+            method: method.to_owned(),
+            params,
+        };
+        let line = encode_line(&request).map_err(|e| ClientError::Protocol(e.to_string()))?;
+        if self.outbox.send(line).await.is_err() {
+            // The writer failed: the server closed, maybe with a reason (`busy`) that the
+            // reader is about to deliver; that reason beats a bare "closed".
+            return match tokio::time::timeout(Duration::from_secs(1), rx).await {
+                Ok(Ok(response)) => response.into_result().map_err(ClientError::Remote),
+                _ => Err(self.closed()),
+            };
+        }
+        match rx.await {
+            Ok(response) => response.into_result().map_err(ClientError::Remote),
+            Err(_) => Err(self.closed()),
+        }
+    }
+
+    fn closed(&self) -> ClientError {
+        match lock(&self.pending).state.clone() {
+            State::Closed(reason) => closed_error(reason),
+            State::Open => ClientError::Closed,
+        }
+    }
+
+    /// Subscribes this connection to the coordinator's events. Once per client.
+    pub async fn subscribe(&self) -> Result<Subscription, ClientError> {
+        let receiver = self
+            .notifications
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+            .ok_or(ClientError::AlreadySubscribed)?;
+        self.call(METHOD_SUBSCRIBE, Value::Object(serde_json::Map::new()))
+            .await?;
+        Ok(Subscription { receiver })
+    }
+}
+
+/// Removes a call's entry when the call ends, answered or cancelled.
+struct Forget<'a> {
+    pending: &'a Mutex<Pending>,
+    id: u64,
+}
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        lock(self.pending).waiting.remove(&self.id);
+    }
+}
+
+fn closed_error(reason: Option<ControlError>) -> ClientError {
+    reason.map_or(ClientError::Closed, ClientError::Remote)
+}
+
+/// Notifications (`event`, `lagged`) in the order the server sent them.
+pub struct Subscription {
+    receiver: mpsc::Receiver<Notification>,
+}
+
+impl Subscription {
+    /// The next notification; `None` once the connection has closed.
+    pub async fn next(&mut self) -> Option<Notification> {
+        self.receiver.recv().await
+    }
+}
+
+/// Routes responses to their callers and notifications to the subscription. When the
+/// connection ends every waiting call fails.
+async fn read_messages(
+    read: OwnedReadHalf,
+    pending: Arc<Mutex<Pending>>,
+    notifications: mpsc::Sender<Notification>,
+) {
+    let mut reader = LineReader::new(read, MAX_SERVER_LINE);
+    let mut connection_error = None;
+    while let Ok(Some(line)) = reader.next_line().await {
+        let Ok(Ok(message)) = line.map(|l| ServerMessage::parse(&l)) else {
+            continue;
+        };
+        match message {
+            ServerMessage::Response(response) => {
+                let id = match &response.id {
+                    Some(RequestId::Number(n)) => n.as_u64(),
+                    _ => None,
+                };
+                match id {
+                    Some(id) => {
+                        let waiter = lock(&pending).waiting.remove(&id);
+                        if let Some(waiter) = waiter {
+                            let _ = waiter.send(response);
+                        }
+                    }
+                    // A response without an id is about the connection itself.
+                    None => {
+                        if let Err(error) = response.into_result() {
+                            connection_error = Some(error);
+                        }
+                    }
+                }
+            }
+            ServerMessage::Notification(notification) => {
+                // Nobody listening is fine: the subscription was dropped.
+                let _ = notifications.send(notification).await;
+            }
+        }
+    }
+    let waiting = {
+        let mut pending = lock(&pending);
+        pending.state = State::Closed(connection_error.clone());
+        std::mem::take(&mut pending.waiting)
+    };
+    for (_, waiter) in waiting {
+        if let Some(error) = &connection_error {
+            let _ = waiter.send(Response::error(None, error.clone()));
+        }
+    }
+}

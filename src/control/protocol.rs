@@ -1,0 +1,395 @@
+//! Wire types of the control socket (`docs/protocol.md`).
+//!
+//! One JSON object per line. A client sends requests `{"id", "method", "params"?}`; the server
+//! answers each with `{"id", "result"}` or `{"id", "error": {code, message, data?}}` and may send
+//! notifications `{"method", "params"}` (no id). The first request must be `hello`.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Number, Value};
+
+use crate::core::Refusal;
+use crate::policy::Problems;
+
+/// The one protocol version this build speaks.
+pub const PROTOCOL_VERSION: u64 = 1;
+
+/// Longest request line the server reads, in bytes, without its newline.
+pub const MAX_REQUEST_LINE: usize = 1024 * 1024;
+
+/// Longest line the server writes (and a client reads). Larger than the request cap because a
+/// status of a large fleet is legitimately bigger than any request; still bounded so a client
+/// never buffers without limit.
+pub const MAX_SERVER_LINE: usize = 16 * 1024 * 1024;
+
+/// Built-in method names handled by the server itself.
+pub const METHOD_HELLO: &str = "hello";
+pub const METHOD_SUBSCRIBE: &str = "subscribe";
+
+/// Notification names.
+pub const NOTIFY_EVENT: &str = "event";
+pub const NOTIFY_LAGGED: &str = "lagged";
+
+/// Transport error codes (the service adds the coordinator's refusal codes).
+pub mod codes {
+    pub const PARSE_ERROR: &str = "parse-error";
+    pub const LINE_TOO_LONG: &str = "line-too-long";
+    pub const INVALID_REQUEST: &str = "invalid-request";
+    pub const UNKNOWN_METHOD: &str = "unknown-method";
+    pub const HELLO_REQUIRED: &str = "hello-required";
+    pub const UNSUPPORTED_PROTOCOL: &str = "unsupported-protocol";
+    pub const BUSY: &str = "busy";
+    pub const SHUTTING_DOWN: &str = "shutting-down";
+    pub const RESPONSE_TOO_LARGE: &str = "response-too-large";
+    pub const INTERNAL: &str = "internal";
+}
+
+/// A request id: a string or an integer, echoed verbatim in the response.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RequestId {
+    Number(Number),
+    Text(String),
+}
+
+impl RequestId {
+    /// Accepts a JSON string or integer; anything else (floats, null, objects) is not an id.
+    fn from_value(value: &Value) -> Option<Self> {
+        match value {
+            Value::String(s) => Some(Self::Text(s.clone())),
+            Value::Number(n) if n.is_i64() || n.is_u64() => Some(Self::Number(n.clone())),
+            _ => None,
+        }
+    }
+}
+
+impl From<u64> for RequestId {
+    fn from(n: u64) -> Self {
+        Self::Number(n.into())
+    }
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Number(n) => write!(f, "{n}"),
+            Self::Text(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+/// One request as sent by a client.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Request {
+    pub id: RequestId,
+    pub method: String,
+    /// Always an object; an absent or `null` `params` reads as `{}`.
+    pub params: Value,
+}
+
+impl Request {
+    /// Parses one line. A line that is not JSON is a `parse-error`; JSON that is not a valid
+    /// request is an `invalid-request` that still carries the id when one could be read, so
+    /// the error can be matched to its request.
+    pub fn parse(line: &str) -> Result<Self, (Option<RequestId>, ControlError)> {
+        let value: Value = serde_json::from_str(line).map_err(|e| {
+            (
+                None,
+                ControlError::parse_error(&format!("invalid JSON: {e}")),
+            )
+        })?;
+        let Value::Object(mut object) = value else {
+            return Err((
+                None,
+                ControlError::invalid_request("a request must be a JSON object"),
+            ));
+        };
+        let id = match object.get("id") {
+            None => {
+                return Err((
+                    None,
+                    ControlError::invalid_request("id: required (a string or an integer)"),
+                ));
+            }
+            Some(raw) => RequestId::from_value(raw).ok_or_else(|| {
+                (
+                    None,
+                    ControlError::invalid_request(&format!(
+                        "id: must be a string or an integer, not {}",
+                        kind(raw)
+                    )),
+                )
+            })?,
+        };
+        let method = match object.remove("method") {
+            Some(Value::String(m)) => m,
+            Some(other) => {
+                return Err((
+                    Some(id),
+                    ControlError::invalid_request(&format!(
+                        "method: must be a string, not {}",
+                        kind(&other)
+                    )),
+                ));
+            }
+            None => {
+                return Err((Some(id), ControlError::invalid_request("method: required")));
+            }
+        };
+        let params = match object.remove("params") {
+            None | Some(Value::Null) => Value::Object(Map::new()),
+            Some(p @ Value::Object(_)) => p,
+            Some(other) => {
+                return Err((
+                    Some(id),
+                    ControlError::invalid_request(&format!(
+                        "params: must be an object, not {}",
+                        kind(&other)
+                    )),
+                ));
+            }
+        };
+        Ok(Self { id, method, params })
+    }
+}
+
+/// The JSON type of a value, for messages.
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a non-integer number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// A response: the request's id (null when it could not be read) and a result or an error.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Response {
+    pub id: Option<RequestId>,
+    #[serde(flatten)]
+    pub outcome: Outcome,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Outcome {
+    Result(Value),
+    Error(ControlError),
+}
+
+impl Response {
+    pub fn result(id: RequestId, value: Value) -> Self {
+        Self {
+            id: Some(id),
+            outcome: Outcome::Result(value),
+        }
+    }
+
+    pub fn error(id: Option<RequestId>, error: ControlError) -> Self {
+        Self {
+            id,
+            outcome: Outcome::Error(error),
+        }
+    }
+
+    pub fn into_result(self) -> Result<Value, ControlError> {
+        match self.outcome {
+            Outcome::Result(v) => Ok(v),
+            Outcome::Error(e) => Err(e),
+        }
+    }
+}
+
+/// A server → client message without an id.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Notification {
+    pub method: String,
+    #[serde(default)]
+    pub params: Value,
+}
+
+impl Notification {
+    /// A value from the service's event stream.
+    pub fn event(params: Value) -> Self {
+        Self {
+            method: NOTIFY_EVENT.to_owned(),
+            params,
+        }
+    }
+
+    /// This subscriber fell behind and `missed` events were dropped for it.
+    pub fn lagged(missed: u64) -> Self {
+        Self {
+            method: NOTIFY_LAGGED.to_owned(),
+            params: serde_json::json!({ "missed": missed }),
+        }
+    }
+}
+
+/// Anything the server sends, as a client reads it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ServerMessage {
+    Response(Response),
+    Notification(Notification),
+}
+
+impl ServerMessage {
+    /// A message with an `id` member is a response; one without is a notification.
+    pub fn parse(line: &str) -> Result<Self, serde_json::Error> {
+        let value: Value = serde_json::from_str(line)?;
+        if value.get("id").is_some() {
+            serde_json::from_value(value).map(Self::Response)
+        } else {
+            serde_json::from_value(value).map(Self::Notification)
+        }
+    }
+}
+
+/// `hello` parameters.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HelloParams {
+    pub protocol: u64,
+    /// The client's name and version, e.g. `"slate 0.1.0"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+}
+
+/// `hello` result: who answers.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HelloResult {
+    pub protocol: u64,
+    /// `"slate <version>"`.
+    pub server: String,
+    pub parent_id: String,
+    pub cwd: String,
+    pub pid: u32,
+}
+
+/// An error as it travels on the wire: a stable `code` naming the rule, a message that names
+/// the offending field or identity, and optional structured `data`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct ControlError {
+    pub code: String,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl ControlError {
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            code: code.into(),
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    #[must_use]
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    pub fn parse_error(detail: &str) -> Self {
+        Self::new(codes::PARSE_ERROR, detail)
+    }
+
+    pub fn line_too_long(max: usize) -> Self {
+        Self::new(
+            codes::LINE_TOO_LONG,
+            format!("line: longer than the limit of {max} bytes; it was skipped up to its newline"),
+        )
+        .with_data(serde_json::json!({ "max": max }))
+    }
+
+    pub fn invalid_request(detail: &str) -> Self {
+        Self::new(codes::INVALID_REQUEST, detail)
+    }
+
+    pub fn unknown_method(method: &str) -> Self {
+        Self::new(
+            codes::UNKNOWN_METHOD,
+            format!("method: {method:?} is not a method of protocol {PROTOCOL_VERSION}"),
+        )
+    }
+
+    pub fn hello_required(method: &str) -> Self {
+        Self::new(
+            codes::HELLO_REQUIRED,
+            format!("method: the first request must be \"hello\", not {method:?}"),
+        )
+    }
+
+    pub fn unsupported_protocol(requested: u64) -> Self {
+        Self::new(
+            codes::UNSUPPORTED_PROTOCOL,
+            format!(
+                "protocol: {requested} is not supported; this server speaks protocol {PROTOCOL_VERSION}"
+            ),
+        )
+        .with_data(serde_json::json!({ "supported": [PROTOCOL_VERSION] }))
+    }
+
+    pub fn busy(limit: usize) -> Self {
+        Self::new(
+            codes::BUSY,
+            format!(
+                "connections: the coordinator already serves its limit of {limit} connections; try again later"
+            ),
+        )
+        .with_data(serde_json::json!({ "limit": limit }))
+    }
+
+    pub fn shutting_down() -> Self {
+        Self::new(
+            codes::SHUTTING_DOWN,
+            "server: the coordinator is shutting down; no new requests are accepted",
+        )
+    }
+
+    pub fn response_too_large(bytes: usize, max: usize) -> Self {
+        Self::new(
+            codes::RESPONSE_TOO_LARGE,
+            format!("response: {bytes} bytes exceed the line limit of {max}"),
+        )
+    }
+
+    pub fn internal(detail: &str) -> Self {
+        Self::new(codes::INTERNAL, detail)
+    }
+
+    /// Invalid request input found by a policy validator: every problem, each naming its field.
+    pub fn from_problems(problems: &Problems) -> Self {
+        let data = serde_json::to_value(problems).unwrap_or(Value::Null);
+        Self::new(codes::INVALID_REQUEST, problems.to_string()).with_data(data)
+    }
+}
+
+/// A coordinator refusal keeps its rule code and wording.
+impl From<Refusal> for ControlError {
+    fn from(refusal: Refusal) -> Self {
+        Self::new(refusal.code(), refusal.to_string())
+    }
+}
+
+impl From<Problems> for ControlError {
+    fn from(problems: Problems) -> Self {
+        Self::from_problems(&problems)
+    }
+}
+
+/// The runtime ends only by shutting down; anything else it reports is the server's fault.
+impl From<crate::runtime::RuntimeError> for ControlError {
+    fn from(error: crate::runtime::RuntimeError) -> Self {
+        match error {
+            crate::runtime::RuntimeError::Gone => Self::shutting_down(),
+            other => Self::internal(&other.to_string()),
+        }
+    }
+}
