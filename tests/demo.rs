@@ -116,14 +116,3 @@ fn demo_json_is_machine_readable() {
     assert!(value["generations"][0]["telemetry"]["tokens"]["cacheRead"].is_u64());
     assert!(value["timeline"].as_array().unwrap().len() > 20);
 }
-
-#[test]
-fn status_without_a_coordinator_exits_3_and_bad_targets_exit_2() {
-    let bin = env!("CARGO_BIN_EXE_subagent-status");
-    let none = Command::new(bin).output().unwrap();
-    assert_eq!(none.status.code(), Some(3));
-    assert!(String::from_utf8_lossy(&none.stderr).contains("no Slate coordinator is reachable"));
-    let bad = Command::new(bin).arg("0b6a").output().unwrap();
-    assert_eq!(bad.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("UUID@generation"));
-}

@@ -23,28 +23,33 @@ pub fn target(words: &[String]) -> Result<ChildRef, String> {
     }
 }
 
-/// Connect to the selected coordinator, or explain how to start one (exit 3).
-pub async fn connect(printer: &Printer, parent: Option<String>) -> Result<Client, ExitCode> {
+/// Connect to the selected coordinator; on failure the exit code and the message to show.
+pub async fn try_connect(parent: Option<String>) -> Result<Client, (ExitCode, String)> {
     let cwd = std::env::current_dir().map_err(|e| {
-        printer.error(&format!("the current directory cannot be read: {e}"));
-        ExitCode::Usage
+        (
+            ExitCode::Usage,
+            format!("the current directory cannot be read: {e}"),
+        )
     })?;
-    let endpoint = discovery::locate(&RuntimeDir::from_env(), &Selector::from_env(parent), &cwd)
-        .map_err(|e| {
-            printer.error(&SafeText::line(&e.to_string()).into_string());
-            if e.is_unreachable() {
-                ExitCode::NoCoordinator
-            } else {
-                ExitCode::Usage
-            }
-        })?;
-    Client::connect(&endpoint).await.map_err(|e| {
-        printer.error(&SafeText::line(&e.to_string()).into_string());
-        if e.is_unreachable() {
+    let code = |unreachable: bool| {
+        if unreachable {
             ExitCode::NoCoordinator
         } else {
             ExitCode::Usage
         }
+    };
+    let endpoint = discovery::locate(&RuntimeDir::from_env(), &Selector::from_env(parent), &cwd)
+        .map_err(|e| (code(e.is_unreachable()), e.to_string()))?;
+    Client::connect(&endpoint)
+        .await
+        .map_err(|e| (code(e.is_unreachable()), e.to_string()))
+}
+
+/// Connect to the selected coordinator, or explain how to start one (exit 3).
+pub async fn connect(printer: &Printer, parent: Option<String>) -> Result<Client, ExitCode> {
+    try_connect(parent).await.map_err(|(code, message)| {
+        printer.error(&SafeText::line(&message).into_string());
+        code
     })
 }
 

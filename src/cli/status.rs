@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::cli::fleet::{block_on, call, connect, fleet_table, status_view, target};
+use crate::cli::fleet::{block_on, call, fleet_table, status_view, target, try_connect};
 use crate::cli::{ExitCode, Printer};
 use crate::store::event_log::read_history;
 
@@ -22,12 +22,15 @@ pub fn run(printer: &Printer, words: &[String], parent: Option<String>) -> ExitC
     };
     block_on(printer, async move {
         let params = target.map_or_else(|| json!({}), |r| json!({"target": r.to_string()}));
-        let client = match connect(printer, parent.clone()).await {
+        let client = match try_connect(parent.clone()).await {
             Ok(client) => client,
-            Err(ExitCode::NoCoordinator) if parent.is_some() => {
+            Err((ExitCode::NoCoordinator, _)) if parent.is_some() => {
                 return from_history(printer, parent.as_deref().unwrap_or_default(), target);
             }
-            Err(code) => return code,
+            Err((code, message)) => {
+                printer.error(&crate::text::SafeText::line(&message).into_string());
+                return code;
+            }
         };
         match call(printer, &client, "status", params).await {
             Ok(v) => {

@@ -1,0 +1,183 @@
+//! The fleet commands against a real `slate serve` (simulated workers) on a private socket:
+//! exit codes, human and JSON output, refusals, no coordinator, read-only history.
+
+#![allow(clippy::unwrap_used, reason = "test fixtures fail loudly")]
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+struct Fixture {
+    base: PathBuf,
+    work: PathBuf,
+    server: Option<Child>,
+    socket: PathBuf,
+    parent: String,
+}
+
+impl Fixture {
+    fn start(name: &str) -> Self {
+        let base = std::env::temp_dir().join(format!("slate-cli-fleet-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        for d in ["work", "agent", "run", "elsewhere"] {
+            std::fs::create_dir_all(base.join(d)).unwrap();
+        }
+        let work = base.join("work");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_slate"));
+        cmd.args(["serve", "--backend", "sim", "--model", "fake/model"]).current_dir(&work).stdout(Stdio::piped()).stderr(Stdio::null());
+        Self::env(&base, &mut cmd);
+        let mut server = cmd.spawn().unwrap();
+        let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+        let parent = lines.next().unwrap().unwrap().trim_start_matches("slate serve: parent ").to_owned();
+        let socket = PathBuf::from(lines.next().unwrap().unwrap().trim_start_matches("socket ").to_owned());
+        Self { base, work, server: Some(server), socket, parent }
+    }
+
+    fn env(base: &std::path::Path, cmd: &mut Command) {
+        cmd.env("PI_CODING_AGENT_DIR", base.join("agent")).env("XDG_RUNTIME_DIR", base.join("run")).env_remove("SLATE_SOCKET");
+    }
+
+    fn slate(&self, args: &[&str]) -> Output {
+        self.slate_in(&self.work, args)
+    }
+
+    fn slate_in(&self, dir: &std::path::Path, args: &[&str]) -> Output {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_slate"));
+        cmd.args(args).current_dir(dir);
+        Self::env(&self.base, &mut cmd);
+        cmd.output().unwrap()
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let out = self.slate(&all);
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
+    }
+
+    fn stop_server(&mut self) -> std::process::ExitStatus {
+        let mut server = self.server.take().unwrap();
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(i32::try_from(server.id()).unwrap()), nix::sys::signal::Signal::SIGTERM).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = server.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "slate serve did not stop");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        if let Some(mut server) = self.server.take() {
+            let _ = server.kill();
+            let _ = server.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.base);
+    }
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn fleet_commands_against_a_live_coordinator() {
+    let mut f = Fixture::start("live");
+    assert!(f.socket.exists());
+
+    // Background delegation returns the accepted identity at once.
+    let accepted = f.json(&["delegate", "--background", "Locate the startup code"]);
+    assert_eq!(accepted["kind"], "admitted");
+    let id = accepted["children"][0]["id"].as_str().unwrap().to_owned();
+    let target = format!("{id}@1");
+
+    // Foreground prints ordered outcomes and exits 0 when all settled, 1 when one failed.
+    let ok = f.slate(&["delegate", "--profile", "review", "Review the lifecycle tests"]);
+    assert_eq!(ok.status.code(), Some(0), "all settled: {}", stderr(&ok));
+    assert!(String::from_utf8_lossy(&ok.stdout).contains("settled"));
+    let failed = f.slate(&["delegate", "Check the error messages of the CLI"]);
+    assert_eq!(failed.status.code(), Some(1), "a failed outcome exits 1");
+    assert!(String::from_utf8_lossy(&failed.stdout).contains("failed"));
+
+    // Status: fleet table and one generation (both spellings).
+    let fleet = f.json(&["status"]);
+    assert_eq!(fleet["parentId"], f.parent);
+    assert!(fleet["children"].as_array().unwrap().len() >= 3);
+    let one = f.json(&["status", &target]);
+    assert_eq!(one["snapshot"]["id"], id);
+    let two = f.json(&["status", &id, "1"]);
+    assert_eq!(two["snapshot"]["generation"], 1);
+    let table = f.slate(&["status"]);
+    assert!(String::from_utf8_lossy(&table.stdout).contains("current generations"));
+
+    // Refusals exit 1 and name the rule; malformed input exits 2.
+    let followup = f.json(&["followup", &target, "Also list the tests"]);
+    assert_eq!(followup["children"][0]["generation"], 2);
+    let stale = f.slate(&["stop", &target]);
+    assert_eq!(stale.status.code(), Some(1));
+    assert!(stderr(&stale).contains("refused [stale-generation]"), "{}", stderr(&stale));
+    let unknown = f.slate(&["steer", "00000000-0000-4000-8000-000000000000@1", "hi"]);
+    assert_eq!(unknown.status.code(), Some(1));
+    assert!(stderr(&unknown).contains("unknown-identity"));
+    let prefix = f.slate(&["stop", &id[..8]]);
+    assert_eq!(prefix.status.code(), Some(2), "prefixes are never matched");
+    let bad_json = f.base.join("bad.json");
+    std::fs::write(&bad_json, "{not json").unwrap();
+    let bad = f.slate(&["delegate", "--file", bad_json.to_str().unwrap()]);
+    assert_eq!(bad.status.code(), Some(2));
+    let custom = f.slate(&["delegate", "--profile", "architect", "x"]);
+    assert_eq!(custom.status.code(), Some(2));
+    assert!(stderr(&custom).contains("custom roles are unsupported"), "{}", stderr(&custom));
+    let inbox = f.json(&["inbox"]);
+    assert_eq!(inbox["kind"], "inbox");
+
+    // wait --all: every current assignment drained; a failure makes it exit 1.
+    let waited = f.slate(&["--json", "wait", "--all", "--timeout", "20000"]);
+    assert_eq!(waited.status.code(), Some(1));
+    let summary: Value = serde_json::from_slice(&waited.stdout).unwrap();
+    assert!(summary["failed"].as_u64().unwrap() >= 1);
+
+    // Nothing serves another directory: exit 3 with how to start one.
+    let none = f.slate_in(&f.base.join("elsewhere"), &["status"]);
+    assert_eq!(none.status.code(), Some(3));
+    assert!(stderr(&none).contains("slate serve"), "{}", stderr(&none));
+
+    // SIGTERM drains and removes the socket; the history stays readable.
+    assert!(f.stop_server().success());
+    assert!(!f.socket.exists(), "socket removed on shutdown");
+    let parent = f.parent.clone();
+    let history = f.json(&["status", "--parent", &parent]);
+    assert_eq!(history["readOnlyHistory"], true);
+    assert!(history["children"].as_array().unwrap().len() >= 3);
+    let text = f.slate(&["status", "--parent", &parent]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("read-only history"));
+}
+
+#[test]
+fn subagent_status_without_a_coordinator_exits_3_and_bad_targets_exit_2() {
+    let base = std::env::temp_dir().join(format!("slate-cli-none-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(base.join("run"));
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_subagent-status"))
+            .args(args)
+            .current_dir(&base)
+            .env("XDG_RUNTIME_DIR", base.join("run"))
+            .env_remove("SLATE_SOCKET")
+            .output()
+            .unwrap()
+    };
+    let none = run(&[]);
+    assert_eq!(none.status.code(), Some(3));
+    assert!(stderr(&none).contains("slate serve"), "{}", stderr(&none));
+    let bad = run(&["0b6a"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("UUID"), "{}", stderr(&bad));
+    let _ = std::fs::remove_dir_all(&base);
+}
