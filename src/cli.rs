@@ -83,6 +83,13 @@ pub enum Command {
         #[arg(long)]
         no_approve: bool,
     },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), e.g. `slate man > slate.1`.
+    Man,
     /// Serve a headless coordinator for this directory on its control socket.
     Serve {
         /// Which workers run the tasks.
@@ -228,6 +235,27 @@ pub fn run(cli: Cli) -> ExitCode {
     let printer = Printer::new(cli.json);
     match cli.command {
         Command::Demo { seed } => demo::run(&printer, seed),
+        Command::Completions { shell } => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut command, "slate", &mut out);
+            printer.out(&String::from_utf8_lossy(&out));
+            ExitCode::Ok
+        }
+        Command::Man => {
+            let command = <Cli as clap::CommandFactory>::command();
+            let mut out = Vec::new();
+            match clap_mangen::Man::new(command).render(&mut out) {
+                Ok(()) => {
+                    printer.out(&String::from_utf8_lossy(&out));
+                    ExitCode::Ok
+                }
+                Err(e) => {
+                    printer.error(&format!("cannot render the man page: {e}"));
+                    ExitCode::Usage
+                }
+            }
+        }
         Command::Profiles {
             approve,
             no_approve,

@@ -20,24 +20,48 @@ struct Fixture {
 
 impl Fixture {
     fn start(name: &str) -> Self {
-        let base = std::env::temp_dir().join(format!("slate-cli-fleet-{name}-{}", std::process::id()));
+        let base =
+            std::env::temp_dir().join(format!("slate-cli-fleet-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&base);
         for d in ["work", "agent", "run", "elsewhere"] {
             std::fs::create_dir_all(base.join(d)).unwrap();
         }
         let work = base.join("work");
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_slate"));
-        cmd.args(["serve", "--backend", "sim", "--model", "fake/model"]).current_dir(&work).stdout(Stdio::piped()).stderr(Stdio::null());
+        cmd.args(["serve", "--backend", "sim", "--model", "fake/model"])
+            .current_dir(&work)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
         Self::env(&base, &mut cmd);
         let mut server = cmd.spawn().unwrap();
         let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
-        let parent = lines.next().unwrap().unwrap().trim_start_matches("slate serve: parent ").to_owned();
-        let socket = PathBuf::from(lines.next().unwrap().unwrap().trim_start_matches("socket ").to_owned());
-        Self { base, work, server: Some(server), socket, parent }
+        let parent = lines
+            .next()
+            .unwrap()
+            .unwrap()
+            .trim_start_matches("slate serve: parent ")
+            .to_owned();
+        let socket = PathBuf::from(
+            lines
+                .next()
+                .unwrap()
+                .unwrap()
+                .trim_start_matches("socket ")
+                .to_owned(),
+        );
+        Self {
+            base,
+            work,
+            server: Some(server),
+            socket,
+            parent,
+        }
     }
 
     fn env(base: &std::path::Path, cmd: &mut Command) {
-        cmd.env("PI_CODING_AGENT_DIR", base.join("agent")).env("XDG_RUNTIME_DIR", base.join("run")).env_remove("SLATE_SOCKET");
+        cmd.env("PI_CODING_AGENT_DIR", base.join("agent"))
+            .env("XDG_RUNTIME_DIR", base.join("run"))
+            .env_remove("SLATE_SOCKET");
     }
 
     fn slate(&self, args: &[&str]) -> Output {
@@ -55,13 +79,22 @@ impl Fixture {
         let mut all = vec!["--json"];
         all.extend_from_slice(args);
         let out = self.slate(&all);
-        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
     }
 
     fn stop_server(&mut self) -> std::process::ExitStatus {
         let mut server = self.server.take().unwrap();
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(i32::try_from(server.id()).unwrap()), nix::sys::signal::Signal::SIGTERM).unwrap();
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(i32::try_from(server.id()).unwrap()),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .unwrap();
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             if let Some(status) = server.try_wait().unwrap() {
@@ -99,7 +132,12 @@ fn fleet_commands_against_a_live_coordinator() {
     let target = format!("{id}@1");
 
     // Foreground prints ordered outcomes and exits 0 when all settled, 1 when one failed.
-    let ok = f.slate(&["delegate", "--profile", "review", "Review the lifecycle tests"]);
+    let ok = f.slate(&[
+        "delegate",
+        "--profile",
+        "review",
+        "Review the lifecycle tests",
+    ]);
     assert_eq!(ok.status.code(), Some(0), "all settled: {}", stderr(&ok));
     assert!(String::from_utf8_lossy(&ok.stdout).contains("settled"));
     let failed = f.slate(&["delegate", "Check the error messages of the CLI"]);
@@ -122,7 +160,11 @@ fn fleet_commands_against_a_live_coordinator() {
     assert_eq!(followup["children"][0]["generation"], 2);
     let stale = f.slate(&["stop", &target]);
     assert_eq!(stale.status.code(), Some(1));
-    assert!(stderr(&stale).contains("refused [stale-generation]"), "{}", stderr(&stale));
+    assert!(
+        stderr(&stale).contains("refused [stale-generation]"),
+        "{}",
+        stderr(&stale)
+    );
     let unknown = f.slate(&["steer", "00000000-0000-4000-8000-000000000000@1", "hi"]);
     assert_eq!(unknown.status.code(), Some(1));
     assert!(stderr(&unknown).contains("unknown-identity"));
@@ -134,7 +176,11 @@ fn fleet_commands_against_a_live_coordinator() {
     assert_eq!(bad.status.code(), Some(2));
     let custom = f.slate(&["delegate", "--profile", "architect", "x"]);
     assert_eq!(custom.status.code(), Some(2));
-    assert!(stderr(&custom).contains("custom roles are unsupported"), "{}", stderr(&custom));
+    assert!(
+        stderr(&custom).contains("custom roles are unsupported"),
+        "{}",
+        stderr(&custom)
+    );
     let inbox = f.json(&["inbox"]);
     assert_eq!(inbox["kind"], "inbox");
 
@@ -180,4 +226,42 @@ fn subagent_status_without_a_coordinator_exits_3_and_bad_targets_exit_2() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("UUID"), "{}", stderr(&bad));
     let _ = std::fs::remove_dir_all(&base);
+}
+
+#[test]
+fn completions_and_man_page_come_from_the_clap_definitions() {
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_slate"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    for (shell, marker) in [
+        ("bash", "_slate()"),
+        ("zsh", "#compdef slate"),
+        ("fish", "complete -c slate"),
+    ] {
+        let out = run(&["completions", shell]);
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains(marker),
+            "{shell}: {}",
+            &text[..text.len().min(200)]
+        );
+        assert!(
+            text.contains("delegate") && text.contains("followup"),
+            "{shell} lists the subcommands"
+        );
+    }
+    let man = run(&["man"]);
+    assert!(man.status.success());
+    let text = String::from_utf8_lossy(&man.stdout);
+    assert!(text.contains(".TH slate 1"));
+    assert!(text.contains("serve"));
+    assert_eq!(
+        run(&["completions", "tcsh"]).status.code(),
+        Some(2),
+        "unknown shells are usage errors"
+    );
 }

@@ -326,6 +326,8 @@ pub fn run(printer: &Printer, command: Command) -> ExitCode {
             )
         }
         Command::Demo { .. }
+        | Command::Completions { .. }
+        | Command::Man
         | Command::Profiles { .. }
         | Command::Run { .. }
         | Command::Serve { .. }
