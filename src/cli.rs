@@ -63,6 +63,9 @@ pub enum Command {
         /// Print each profile's full role prompt.
         #[arg(long)]
         prompts: bool,
+        /// Human text even when stdout is not a terminal (the default there is JSON).
+        #[arg(long, conflicts_with = "json")]
+        text: bool,
     },
     /// Run one `delegate_task` request (JSON file, or `-` for stdin) in an embedded
     /// coordinator for this directory and print the ordered outcomes.
@@ -260,7 +263,8 @@ pub fn run(cli: Cli) -> ExitCode {
             approve,
             no_approve,
             prompts,
-        } => profiles::run(&printer, approval(approve, no_approve), prompts),
+            text,
+        } => profiles::run(&printer, approval(approve, no_approve), prompts, text),
         Command::Run {
             file,
             backend,

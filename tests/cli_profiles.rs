@@ -141,7 +141,10 @@ fn an_invalid_config_exits_2_listing_every_problem() {
 #[test]
 fn human_output_lists_each_profile() {
     let f = Fixture::new("human");
-    let out = f.run(&[]);
+    // Without a terminal the default is the structured answer; --text asks for prose.
+    let piped: serde_json::Value = serde_json::from_slice(&f.run(&[]).stdout).unwrap();
+    assert!(piped["toolPolicy"].is_object());
+    let out = f.run(&["--text"]);
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     for name in ["scout —", "review —", "general —", "implementation —"] {
@@ -151,7 +154,8 @@ fn human_output_lists_each_profile() {
         text.contains("project trust: no project delegation config"),
         "{text}"
     );
-    let with_prompts = String::from_utf8_lossy(&f.run(&["--prompts"]).stdout).into_owned();
+    let with_prompts =
+        String::from_utf8_lossy(&f.run(&["--text", "--prompts"]).stdout).into_owned();
     assert!(with_prompts.contains("You are a scout"));
     assert!(with_prompts.lines().count() > text.lines().count() + 40);
 }

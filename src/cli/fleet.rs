@@ -157,8 +157,17 @@ pub fn snapshot_line(s: &Value) -> String {
     } else {
         ""
     };
+    // Elapsed: admission to disposal, or to now while it lasts.
+    let created = s["createdAt"].as_u64().unwrap_or(0);
+    let end = s["endedAt"].as_u64().unwrap_or_else(crate::runtime::now_ms);
+    let ms = end.saturating_sub(created);
+    let elapsed = if ms >= 60_000 {
+        format!("{}m{:02}s", ms / 60_000, ms % 60_000 / 1000)
+    } else {
+        format!("{}.{}s", ms / 1000, ms % 1000 / 100)
+    };
     format!(
-        "{}{} {} {} {} req {} tok {} {}{}  {}",
+        "{}{} {} {} {} req {} tok {} {} {:>6}{}  {}",
         "  ".repeat(depth.saturating_sub(1)),
         r,
         pad(&text(s, "profile"), 14),
@@ -167,6 +176,7 @@ pub fn snapshot_line(s: &Value) -> String {
         t["requests"].as_u64().unwrap_or(0),
         tokens,
         cost,
+        elapsed,
         lease,
         fit(&text(s, "activity"), 40),
     )

@@ -8,7 +8,7 @@ use crate::policy::Problem;
 use crate::policy::profiles::{Layer, SourceStatus};
 use crate::text::SafeText;
 
-pub fn run(printer: &Printer, approve: Option<bool>, prompts: bool) -> ExitCode {
+pub fn run(printer: &Printer, approve: Option<bool>, prompts: bool, text: bool) -> ExitCode {
     let cwd = match std::env::current_dir() {
         Ok(cwd) => cwd,
         Err(e) => {
@@ -19,7 +19,8 @@ pub fn run(printer: &Printer, approve: Option<bool>, prompts: bool) -> ExitCode 
     match load(&cwd, approve) {
         Ok(loaded) => {
             let view = ProfilesView::new(loaded);
-            if printer.json() {
+            // Without a terminal (a pipe, a script) the structured answer is the useful one.
+            if printer.json() || (!text && !std::io::IsTerminal::is_terminal(&std::io::stdout())) {
                 printer.value(&view);
             } else {
                 printer.out(&render(&view, prompts));
