@@ -184,6 +184,12 @@ fn fleet_commands_against_a_live_coordinator() {
     let inbox = f.json(&["inbox"]);
     assert_eq!(inbox["kind"], "inbox");
 
+    // wait --all follows events: a short timeout expires while work still runs.
+    let slow = f.json(&["delegate", "--background", "Survey the docs for stale flags"]);
+    assert_eq!(slow["kind"], "admitted");
+    let early = f.slate(&["wait", "--all", "--timeout", "300"]);
+    assert_eq!(early.status.code(), Some(1));
+    assert!(stderr(&early).contains("timed out"), "{}", stderr(&early));
     // wait --all: every current assignment drained; a failure makes it exit 1.
     let waited = f.slate(&["--json", "wait", "--all", "--timeout", "20000"]);
     assert_eq!(waited.status.code(), Some(1));

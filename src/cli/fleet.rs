@@ -260,11 +260,17 @@ pub fn status_view(v: &Value) -> String {
     out
 }
 
-/// `wait --all`: wait until every current assignment has a drained outcome.
+/// `wait --all`: wait until every current assignment has a drained outcome. Event-driven:
+/// the fleet is re-read when the coordinator reports a change, never on a timer.
 pub async fn wait_all(printer: &Printer, parent: Option<String>, timeout: Duration) -> ExitCode {
     let client = match connect(printer, parent).await {
         Ok(c) => c,
         Err(code) => return code,
+    };
+    // Subscribe first so no change between the read and the wait is missed.
+    let mut events = match client.subscribe().await {
+        Ok(events) => events,
+        Err(e) => return report(printer, &e),
     };
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
@@ -277,32 +283,51 @@ pub async fn wait_all(printer: &Printer, parent: Option<String>, timeout: Durati
             c["disposed"].as_bool() == Some(true) || c["status"].as_str() == Some("paused")
         });
         if drained {
-            let bad: Vec<&Value> = children
-                .iter()
-                .filter(|c| matches!(c["status"].as_str(), Some("failed" | "cancelled")))
-                .collect();
-            let summary = json!({
-                "total": children.len(),
-                "settled": children.iter().filter(|c| c["status"].as_str() == Some("settled")).count(),
-                "paused": children.iter().filter(|c| c["status"].as_str() == Some("paused")).count(),
-                "failed": children.iter().filter(|c| c["status"].as_str() == Some("failed")).count(),
-                "cancelled": children.iter().filter(|c| c["status"].as_str() == Some("cancelled")).count(),
-            });
-            if printer.json() {
-                printer.value(&summary);
-            } else {
-                printer.out(&fleet_table(&fleet));
+            return wait_all_summary(printer, &fleet, &children);
+        }
+        // Sleep until something changes (or the deadline passes).
+        match tokio::time::timeout_at(deadline, events.next()).await {
+            Ok(Some(_)) => {
+                // Coalesce a burst of changes into one re-read.
+                while let Ok(Some(_)) =
+                    tokio::time::timeout(Duration::from_millis(20), events.next()).await
+                {
+                }
             }
-            return if bad.is_empty() {
-                ExitCode::Ok
-            } else {
-                ExitCode::Refused
-            };
+            Ok(None) => {
+                printer.error("wait --all: the coordinator went away");
+                return ExitCode::NoCoordinator;
+            }
+            Err(_) => {
+                printer.error("wait --all: timed out before every assignment drained");
+                return ExitCode::Refused;
+            }
         }
-        if tokio::time::Instant::now() >= deadline {
-            printer.error("wait --all: timed out before every assignment drained");
-            return ExitCode::Refused;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn wait_all_summary(printer: &Printer, fleet: &Value, children: &[Value]) -> ExitCode {
+    let count = |status: &str| {
+        children
+            .iter()
+            .filter(|c| c["status"].as_str() == Some(status))
+            .count()
+    };
+    let summary = json!({
+        "total": children.len(),
+        "settled": count("settled"),
+        "paused": count("paused"),
+        "failed": count("failed"),
+        "cancelled": count("cancelled"),
+    });
+    if printer.json() {
+        printer.value(&summary);
+    } else {
+        printer.out(&fleet_table(fleet));
+    }
+    if count("failed") + count("cancelled") == 0 {
+        ExitCode::Ok
+    } else {
+        ExitCode::Refused
     }
 }
