@@ -21,7 +21,11 @@ pub fn run(printer: &Printer, words: &[String], parent: Option<String>) -> ExitC
         }
     };
     block_on(printer, async move {
-        let params = target.map_or_else(|| json!({}), |r| json!({"target": r.to_string()}));
+        // The human table needs only summary rows; `--json` gets full snapshots.
+        let params = target.map_or_else(
+            || json!({"summary": !printer.json()}),
+            |r| json!({"target": r.to_string()}),
+        );
         let client = match try_connect(parent.clone()).await {
             Ok(client) => client,
             Err((ExitCode::NoCoordinator, _)) if parent.is_some() => {

@@ -99,7 +99,10 @@ impl Service {
     async fn dispatch(&self, method: &str, params: Value) -> Result<Value, ControlError> {
         let p = Params(&params);
         match method {
-            "status" => self.status(p.optional_ref("target")?).await,
+            "status" => {
+                let summary = p.0.get("summary").and_then(Value::as_bool) == Some(true);
+                self.status(p.optional_ref("target")?, summary).await
+            }
             "agents" => to_json(&self.rt.query(crate::core::Coordinator::agents).await?),
             "delegate" => self.delegate(&params).await,
             "stop" => {
@@ -195,16 +198,23 @@ impl Service {
         }
     }
 
-    async fn status(&self, target: Option<ChildRef>) -> Result<Value, ControlError> {
+    /// With a target: the pinned snapshot, its generations and presence. Without: the fleet;
+    /// `summary` rows carry only what the fleet table shows (about a tenth of a snapshot).
+    async fn status(&self, target: Option<ChildRef>, summary: bool) -> Result<Value, ControlError> {
         if let Some(r) = target {
             let view = self.rt.query(move |c| c.status(r)).await?;
             return to_json(&view?);
         }
-        let root = self.rt.query(|c| {
+        let root = self.rt.query(move |c| {
             let stats = c.stats();
+            let children: Value = if summary {
+                c.iter_current().map(|(s, _)| summary_row(s)).collect()
+            } else {
+                json!(c.list())
+            };
             json!({
                 "parentId": c.root_id(),
-                "children": c.list(),
+                "children": children,
                 "agents": c.agents(),
                 "stats": {
                     "activePermits": stats.active_permits,
@@ -340,6 +350,28 @@ impl Service {
             .map_err(|e| ControlError::internal(&e.to_string()))??;
         Ok(json!({"target": target.to_string(), "messages": messages}))
     }
+}
+
+/// The fields of a snapshot the fleet table shows, with long text clipped.
+fn summary_row(s: &crate::core::ChildSnapshot) -> Value {
+    json!({
+        "id": s.id,
+        "generation": s.generation,
+        "depth": s.depth,
+        "profile": s.profile,
+        "status": s.status,
+        "assignment": crate::core::clip_chars(&s.assignment, 120),
+        "activity": s.activity.as_deref().map(|a| crate::core::clip_chars(a, 120)),
+        "telemetry": {
+            "requests": s.telemetry.requests,
+            "tokens": s.telemetry.tokens.map(|t| json!({"total": t.total})),
+            "cost": s.telemetry.cost,
+        },
+        "writerLease": s.writer_lease,
+        "disposed": s.disposed,
+        "createdAt": s.created_at,
+        "endedAt": s.ended_at,
+    })
 }
 
 /// pi session entries of type `message`, in order; provider payloads stay in the file.
