@@ -184,22 +184,22 @@ pub fn snapshot_line(s: &Value) -> String {
 
 /// The fleet table (`status` without a target).
 pub fn fleet_table(v: &Value) -> String {
-    let mut out = String::new();
-    let children = v["children"].as_array().cloned().unwrap_or_default();
-    let agents = v["agents"].as_array().cloned().unwrap_or_default();
-    let presence = |id: &str| {
-        agents
-            .iter()
-            .find(|a| a["id"].as_str() == Some(id))
-            .map(|a| text(a, "presence"))
-            .unwrap_or_default()
-    };
+    let no_values = Vec::new();
+    let children = v["children"].as_array().unwrap_or(&no_values);
+    // Presence by identity, indexed once: a linear search per row is quadratic in the fleet.
+    let presence: std::collections::HashMap<&str, &Value> = v["agents"]
+        .as_array()
+        .unwrap_or(&no_values)
+        .iter()
+        .filter_map(|a| Some((a["id"].as_str()?, a)))
+        .collect();
     let count = |status: &str| {
         children
             .iter()
             .filter(|c| c["status"].as_str() == Some(status))
             .count()
     };
+    let mut out = String::with_capacity(160 * (children.len() + 1));
     let _ = writeln!(
         out,
         "parent {} · {} current generations · running {} · queued {} · settled {} · failed {} · cancelled {} · paused {}",
@@ -212,8 +212,13 @@ pub fn fleet_table(v: &Value) -> String {
         count("cancelled"),
         count("paused"),
     );
-    for c in &children {
-        let _ = writeln!(out, "{}  [{}]", snapshot_line(c), presence(&text(c, "id")));
+    for c in children {
+        let presence = c["id"]
+            .as_str()
+            .and_then(|id| presence.get(id))
+            .map(|a| text(a, "presence"))
+            .unwrap_or_default();
+        let _ = writeln!(out, "{}  [{presence}]", snapshot_line(c));
     }
     out
 }

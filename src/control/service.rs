@@ -205,31 +205,42 @@ impl Service {
             let view = self.rt.query(move |c| c.status(r)).await?;
             return to_json(&view?);
         }
-        let root = self.rt.query(move |c| {
-            let stats = c.stats();
-            let children: Value = if summary {
-                c.iter_current().map(|(s, _)| summary_row(s)).collect()
-            } else {
-                json!(c.list())
-            };
-            json!({
-                "parentId": c.root_id(),
-                "children": children,
-                "agents": c.agents(),
-                "stats": {
-                    "activePermits": stats.active_permits,
-                    "queued": stats.queued,
-                    "writer": stats.writer.map(|w| w.to_string()),
-                    "admittedMessages": stats.admitted_messages,
-                    "pendingWaiters": stats.pending_waiters,
-                    "liveWorkers": stats.live_workers,
-                    "openWindows": stats.open_windows,
-                    "rootInbox": c.root_inbox_len(),
-                },
-                "policy": c.policy(),
+        // Inside the actor only the detached copies are taken; JSON is built out here so a
+        // large status never holds up worker events.
+        let (parent_id, children, agents, stats, policy, root_inbox) = self
+            .rt
+            .query(|c| {
+                (
+                    c.root_id(),
+                    c.list(),
+                    c.agents(),
+                    c.stats(),
+                    *c.policy(),
+                    c.root_inbox_len(),
+                )
             })
-        });
-        Ok(root.await?)
+            .await?;
+        let children: Value = if summary {
+            children.iter().map(summary_row).collect()
+        } else {
+            json!(children)
+        };
+        Ok(json!({
+            "parentId": parent_id,
+            "children": children,
+            "agents": agents,
+            "stats": {
+                "activePermits": stats.active_permits,
+                "queued": stats.queued,
+                "writer": stats.writer.map(|w| w.to_string()),
+                "admittedMessages": stats.admitted_messages,
+                "pendingWaiters": stats.pending_waiters,
+                "liveWorkers": stats.live_workers,
+                "openWindows": stats.open_windows,
+                "rootInbox": root_inbox,
+            },
+            "policy": policy,
+        }))
     }
 
     fn resolve(&self, call: &DelegateCall) -> Result<Vec<crate::core::TaskSpec>, ControlError> {
