@@ -109,7 +109,7 @@ impl Coordinator {
                 std::thread::sleep(Duration::from_millis(100));
             }
             let tasks: Vec<Value> = (admitted..admitted + n)
-                .map(|i| json!({"assignment": format!("Survey module {i} of the tree"), "profile": "scout"}))
+                .map(|i| json!({"assignment": format!("Inventory module {i} of the tree"), "profile": "scout"}))
                 .collect();
             std::fs::write(
                 &file,
