@@ -59,7 +59,10 @@ pub enum Source {
 }
 
 #[derive(Debug)]
-#[allow(clippy::struct_excessive_bools, reason = "independent protocol facts of one worker")]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "independent protocol facts of one worker"
+)]
 struct SimWorker {
     /// Remaining script, consumed as time passes.
     steps: VecDeque<Step>,
@@ -162,7 +165,10 @@ impl<S: Scripts> Fleet<S> {
         (id, effects)
     }
 
-    #[allow(clippy::too_many_lines, reason = "one arm per effect, each a few lines")]
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one arm per effect, each a few lines"
+    )]
     fn execute(&mut self, effect: &Effect) {
         let now = self.now;
         let lat = self.latency;

@@ -185,7 +185,11 @@ fn fleet_commands_against_a_live_coordinator() {
     assert_eq!(inbox["kind"], "inbox");
 
     // wait --all follows events: a short timeout expires while work still runs.
-    let slow = f.json(&["delegate", "--background", "Survey the docs for stale flags"]);
+    let slow = f.json(&[
+        "delegate",
+        "--background",
+        "Survey the docs for stale flags",
+    ]);
     assert_eq!(slow["kind"], "admitted");
     let early = f.slate(&["wait", "--all", "--timeout", "300"]);
     assert_eq!(early.status.code(), Some(1));

@@ -96,6 +96,7 @@ impl Service {
         to_json(&reply?)
     }
 
+    #[allow(clippy::too_many_lines, reason = "one arm per method")]
     async fn dispatch(&self, method: &str, params: Value) -> Result<Value, ControlError> {
         let p = Params(&params);
         match method {
