@@ -70,6 +70,27 @@ fn read_json(path: &Path) -> Result<Value, String> {
     serde_json::from_str(&text).map_err(|e| format!("{}: invalid JSON: {e}", path.display()))
 }
 
+/// A method on one target, with an optional text parameter.
+fn targeted(
+    printer: &Printer,
+    words: &[String],
+    parent: Option<String>,
+    method: &str,
+    text: Option<(&str, String)>,
+) -> ExitCode {
+    let Some(t) = parse_target(printer, words) else {
+        return ExitCode::Usage;
+    };
+    let mut params = json!({"target": t});
+    if let Some((key, value)) = text {
+        params[key] = json!(value);
+    }
+    block_on(
+        printer,
+        simple(printer, parent, method, params, snapshot_reply),
+    )
+}
+
 #[allow(
     clippy::too_many_lines,
     clippy::format_collect,
@@ -81,36 +102,8 @@ pub fn run(printer: &Printer, command: Command) -> ExitCode {
         ExitCode::Usage
     };
     match command {
-        Command::Stop { target, select } => {
-            let Some(t) = parse_target(printer, &target) else {
-                return ExitCode::Usage;
-            };
-            block_on(
-                printer,
-                simple(
-                    printer,
-                    select.parent,
-                    "stop",
-                    json!({"target": t}),
-                    snapshot_reply,
-                ),
-            )
-        }
-        Command::Park { target, select } => {
-            let Some(t) = parse_target(printer, &target) else {
-                return ExitCode::Usage;
-            };
-            block_on(
-                printer,
-                simple(
-                    printer,
-                    select.parent,
-                    "park",
-                    json!({"target": t}),
-                    snapshot_reply,
-                ),
-            )
-        }
+        Command::Stop { target, select } => targeted(printer, &target, select.parent, "stop", None),
+        Command::Park { target, select } => targeted(printer, &target, select.parent, "park", None),
         Command::Transcript { target, select } => {
             let Some(t) = parse_target(printer, &target) else {
                 return ExitCode::Usage;
@@ -148,21 +141,13 @@ pub fn run(printer: &Printer, command: Command) -> ExitCode {
             target,
             text,
             select,
-        } => {
-            let Some(t) = parse_target(printer, &[target]) else {
-                return ExitCode::Usage;
-            };
-            block_on(
-                printer,
-                simple(
-                    printer,
-                    select.parent,
-                    "steer",
-                    json!({"target": t, "text": text}),
-                    snapshot_reply,
-                ),
-            )
-        }
+        } => targeted(
+            printer,
+            &[target],
+            select.parent,
+            "steer",
+            Some(("text", text)),
+        ),
         Command::Message {
             target,
             text,
@@ -191,59 +176,35 @@ pub fn run(printer: &Printer, command: Command) -> ExitCode {
             target,
             text,
             select,
-        } => {
-            let Some(t) = parse_target(printer, &[target]) else {
-                return ExitCode::Usage;
-            };
-            block_on(
-                printer,
-                simple(
-                    printer,
-                    select.parent,
-                    "resume",
-                    json!({"target": t, "assignment": text}),
-                    snapshot_reply,
-                ),
-            )
-        }
+        } => targeted(
+            printer,
+            &[target],
+            select.parent,
+            "resume",
+            Some(("assignment", text)),
+        ),
         Command::Followup {
             target,
             text,
             select,
-        } => {
-            let Some(t) = parse_target(printer, &[target]) else {
-                return ExitCode::Usage;
-            };
-            block_on(
-                printer,
-                simple(
-                    printer,
-                    select.parent,
-                    "followup",
-                    json!({"target": t, "assignment": text}),
-                    snapshot_reply,
-                ),
-            )
-        }
+        } => targeted(
+            printer,
+            &[target],
+            select.parent,
+            "followup",
+            Some(("assignment", text)),
+        ),
         Command::Revive {
             target,
             text,
             select,
-        } => {
-            let Some(t) = parse_target(printer, &[target]) else {
-                return ExitCode::Usage;
-            };
-            block_on(
-                printer,
-                simple(
-                    printer,
-                    select.parent,
-                    "revive",
-                    json!({"target": t, "assignment": text}),
-                    snapshot_reply,
-                ),
-            )
-        }
+        } => targeted(
+            printer,
+            &[target],
+            select.parent,
+            "revive",
+            Some(("assignment", text)),
+        ),
         Command::Wait {
             target,
             message,
