@@ -275,3 +275,19 @@ fn completions_and_man_page_come_from_the_clap_definitions() {
         "unknown shells are usage errors"
     );
 }
+
+#[test]
+fn a_root_model_without_a_provider_is_a_usage_error() {
+    let base = std::env::temp_dir().join(format!("slate-cli-model-{}", std::process::id()));
+    std::fs::create_dir_all(base.join("agent")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_slate"))
+        .args(["run", "--backend", "sim", "--model", "no-provider", "-"])
+        .current_dir(&base)
+        .env("PI_CODING_AGENT_DIR", base.join("agent"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--model"), "{}", stderr(&out));
+    let _ = std::fs::remove_dir_all(&base);
+}

@@ -1,11 +1,10 @@
 //! The fleet commands that map one-to-one onto control methods.
 
-use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::cli::fleet::{block_on, simple, snapshot_line, target, wait_all};
+use crate::cli::fleet::{block_on, read_json, simple, snapshot_line, target, wait_all};
 use crate::cli::{Command, ExitCode, Printer};
 use crate::text::SafeText;
 
@@ -58,33 +57,18 @@ fn snapshot_reply(v: &Value) -> String {
     }
 }
 
-fn read_json(path: &Path) -> Result<Value, String> {
-    let text = if path == Path::new("-") {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
-            .map_err(|e| e.to_string())?;
-        text
-    } else {
-        std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?
-    };
-    serde_json::from_str(&text).map_err(|e| format!("{}: invalid JSON: {e}", path.display()))
-}
-
-/// A method on one target, with an optional text parameter.
+/// A method on one target; `params` (an object) carries its other fields.
 fn targeted(
     printer: &Printer,
     words: &[String],
     parent: Option<String>,
     method: &str,
-    text: Option<(&str, String)>,
+    mut params: Value,
 ) -> ExitCode {
     let Some(t) = parse_target(printer, words) else {
         return ExitCode::Usage;
     };
-    let mut params = json!({"target": t});
-    if let Some((key, value)) = text {
-        params[key] = json!(value);
-    }
+    params["target"] = json!(t);
     block_on(
         printer,
         simple(printer, parent, method, params, snapshot_reply),
@@ -102,8 +86,12 @@ pub fn run(printer: &Printer, command: Command) -> ExitCode {
         ExitCode::Usage
     };
     match command {
-        Command::Stop { target, select } => targeted(printer, &target, select.parent, "stop", None),
-        Command::Park { target, select } => targeted(printer, &target, select.parent, "park", None),
+        Command::Stop { target, select } => {
+            targeted(printer, &target, select.parent, "stop", json!({}))
+        }
+        Command::Park { target, select } => {
+            targeted(printer, &target, select.parent, "park", json!({}))
+        }
         Command::Transcript { target, select } => {
             let Some(t) = parse_target(printer, &target) else {
                 return ExitCode::Usage;
@@ -146,28 +134,20 @@ pub fn run(printer: &Printer, command: Command) -> ExitCode {
             &[target],
             select.parent,
             "steer",
-            Some(("text", text)),
+            json!({"text": text}),
         ),
         Command::Message {
             target,
             text,
             mode,
             select,
-        } => {
-            let Some(t) = parse_target(printer, &[target]) else {
-                return ExitCode::Usage;
-            };
-            block_on(
-                printer,
-                simple(
-                    printer,
-                    select.parent,
-                    "message",
-                    json!({"target": t, "text": text, "mode": mode}),
-                    snapshot_reply,
-                ),
-            )
-        }
+        } => targeted(
+            printer,
+            &[target],
+            select.parent,
+            "message",
+            json!({"text": text, "mode": mode}),
+        ),
         Command::Inbox { select } => block_on(
             printer,
             simple(printer, select.parent, "inbox", json!({}), snapshot_reply),
@@ -181,7 +161,7 @@ pub fn run(printer: &Printer, command: Command) -> ExitCode {
             &[target],
             select.parent,
             "resume",
-            Some(("assignment", text)),
+            json!({"assignment": text}),
         ),
         Command::Followup {
             target,
@@ -192,7 +172,7 @@ pub fn run(printer: &Printer, command: Command) -> ExitCode {
             &[target],
             select.parent,
             "followup",
-            Some(("assignment", text)),
+            json!({"assignment": text}),
         ),
         Command::Revive {
             target,
@@ -203,7 +183,7 @@ pub fn run(printer: &Printer, command: Command) -> ExitCode {
             &[target],
             select.parent,
             "revive",
-            Some(("assignment", text)),
+            json!({"assignment": text}),
         ),
         Command::Wait {
             target,

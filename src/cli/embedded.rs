@@ -154,16 +154,19 @@ impl Embedded {
 /// The root's own model: `--model provider/id[:effort]`, else pi's settings defaults.
 fn root_model(loaded: &Loaded, flag: Option<&str>) -> Result<ModelSelection, Problem> {
     if let Some(text) = flag {
-        let (selection, effort) = text
-            .rsplit_once(':')
-            .map_or((text, None), |(s, e)| (s, Some(e)));
-        let (provider, id) = selection
-            .split_once('/')
-            .ok_or_else(|| Problem::new("--model", "must be provider/id[:effort]").value(text))?;
-        return Ok(ModelSelection {
-            provider: provider.to_owned(),
-            id: id.to_owned(),
-            effort: effort.map(str::to_owned),
+        // The root names its own provider, so it is the one known provider here; the policy
+        // parser then checks the id and the effort name like any other selection.
+        let provider = text.split('/').next().unwrap_or_default().to_owned();
+        return crate::policy::model::parse_selection_text(
+            text,
+            &BTreeSet::from([provider]),
+            "--model",
+        )
+        .map_err(|problems| {
+            problems
+                .into_iter()
+                .next()
+                .unwrap_or_else(|| Problem::new("--model", "must be provider/id[:effort]"))
         });
     }
     let settings_path = loaded.agent_dir.join("settings.json");

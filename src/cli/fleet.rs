@@ -10,6 +10,19 @@ use crate::control::{Client, ClientError, RuntimeDir, Selector, discovery};
 use crate::core::ChildRef;
 use crate::text::{SafeText, fit, pad};
 
+/// Read a JSON document from a file, or standard input for `-`.
+pub fn read_json(path: &std::path::Path) -> Result<Value, String> {
+    let text = if path == std::path::Path::new("-") {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+            .map_err(|e| format!("standard input: {e}"))?;
+        text
+    } else {
+        std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?
+    };
+    serde_json::from_str(&text).map_err(|e| format!("{}: invalid JSON: {e}", path.display()))
+}
+
 /// Parse `UUID@GEN` or `UUID GEN` (exactly; never a prefix or "latest").
 pub fn target(words: &[String]) -> Result<ChildRef, String> {
     match words {

@@ -3,10 +3,8 @@
 //! (or the simulated backend). Prints progress and the ordered outcomes; SIGINT/SIGTERM shut
 //! down gracefully (every worker stopped, drained and disposed) before exiting.
 
-use std::io::Read as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use serde_json::Value;
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::cli::embedded::{EmbedArgs, Embedded, rt_shutdown};
@@ -39,19 +37,6 @@ pub fn run(printer: &Printer, args: &RunArgs) -> ExitCode {
     runtime.block_on(run_async(printer, args))
 }
 
-fn read_request(file: &Path) -> Result<Value, String> {
-    let text = if file == Path::new("-") {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .map_err(|e| format!("standard input: {e}"))?;
-        text
-    } else {
-        std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?
-    };
-    serde_json::from_str(&text).map_err(|e| format!("{}: invalid JSON: {e}", file.display()))
-}
-
 #[allow(clippy::too_many_lines, reason = "the command's steps, in order")]
 async fn run_async(printer: &Printer, args: &RunArgs) -> ExitCode {
     // Installed first: a signal at any later point shuts down gracefully.
@@ -65,7 +50,7 @@ async fn run_async(printer: &Printer, args: &RunArgs) -> ExitCode {
     let Some(embedded) = Embedded::start(printer, &args.embed).await else {
         return ExitCode::Usage;
     };
-    let request = match read_request(&args.file) {
+    let request = match crate::cli::fleet::read_json(&args.file) {
         Ok(value) => value,
         Err(e) => {
             printer.error(&e);

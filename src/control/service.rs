@@ -64,7 +64,12 @@ impl Service {
         let sink = events.clone();
         tokio::spawn(async move {
             loop {
-                let value = match source.recv().await {
+                let event = source.recv().await;
+                // Nobody subscribed: no JSON to build (but the end is still announced).
+                if sink.receiver_count() == 0 && matches!(event, Ok(RuntimeEvent::Registry(_))) {
+                    continue;
+                }
+                let value = match event {
                     Ok(RuntimeEvent::Registry(e)) => json!({"kind": "registry", "event": e}),
                     Ok(RuntimeEvent::Outcome(o)) => json!({"kind": "outcome", "outcome": o}),
                     Ok(RuntimeEvent::ShutdownComplete) => {
