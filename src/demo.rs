@@ -121,7 +121,8 @@ pub fn run(seed: u64) -> DemoRun {
     let book = script_book();
     let mut fleet = Fleet::new(policy, seed, move |start: &WorkerStart| {
         book.script_for(start)
-    });
+    })
+    .unwrap_or_else(|e| unreachable!("the demo's fixed policy is valid: {e}"));
     let mut demo = Demo {
         timeline: Vec::new(),
         status: HashMap::new(),

@@ -9,7 +9,8 @@ use std::collections::{BTreeMap, VecDeque};
 use uuid::Uuid;
 
 use crate::core::{
-    Artifacts, ChildRef, Coordinator, Effect, Input, Millis, RequestId, WorkerEvent, WorkerStart,
+    Artifacts, ChildRef, Coordinator, Effect, Input, Millis, Refusal, RequestId, WorkerEvent,
+    WorkerStart,
 };
 use crate::policy::scheduling::SchedulingPolicy;
 pub use script::{Script, Step};
@@ -95,18 +96,20 @@ pub struct Fleet<S: Scripts> {
 }
 
 impl<S: Scripts> Fleet<S> {
-    pub fn new(policy: SchedulingPolicy, seed: u64, scripts: S) -> Self {
+    /// A fleet with a fresh root id; an invalid policy is refused, never replaced.
+    pub fn new(policy: SchedulingPolicy, seed: u64, scripts: S) -> Result<Self, Refusal> {
         let root = crate::core::ids::IdSource::new(seed ^ 0x05EE_D0FF_1EE7).next_uuid();
         Self::with_root(root, policy, seed, scripts)
     }
 
-    pub fn with_root(root: Uuid, policy: SchedulingPolicy, seed: u64, scripts: S) -> Self {
-        let coord = match Coordinator::new(root, policy, seed) {
-            Ok(c) => c,
-            Err(_) => Coordinator::new(root, SchedulingPolicy::default(), seed)
-                .unwrap_or_else(|_| unreachable!("the default policy is valid")),
-        };
-        Self {
+    pub fn with_root(
+        root: Uuid,
+        policy: SchedulingPolicy,
+        seed: u64,
+        scripts: S,
+    ) -> Result<Self, Refusal> {
+        let coord = Coordinator::new(root, policy, seed)?;
+        Ok(Self {
             coord,
             now: 0,
             scripts,
@@ -118,7 +121,7 @@ impl<S: Scripts> Fleet<S> {
             record: false,
             history: Vec::new(),
             shutdown_started: None,
-        }
+        })
     }
 
     #[must_use]

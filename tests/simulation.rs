@@ -165,7 +165,8 @@ impl Sim {
             requests: rng.range(1, 8) as u32,
             tools: rng.range(1, 8) as u32,
         };
-        let fleet = Fleet::new(policy, seed, RandomScripts { seed });
+        let fleet = Fleet::new(policy, seed, RandomScripts { seed })
+            .expect("the generated policy is valid");
         let model = Model {
             max_concurrency: policy.concurrency,
             ..Model::default()
