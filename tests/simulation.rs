@@ -997,7 +997,7 @@ fn deterministic_simulation_keeps_every_invariant() {
     }
     println!("{seeds} seeds x {steps} steps: {identities} identities, {outcomes} window outcomes");
     println!("paths taken: {seen:#?}");
-    if seeds >= 100 {
+    if seeds >= 500 {
         // Every major path of the contract must have been exercised.
         for path in [
             "nested admitted",
