@@ -239,13 +239,46 @@ pub enum ServerMessage {
 
 impl ServerMessage {
     /// A message with an `id` member is a response; one without is a notification.
+    ///
+    /// The line is parsed once; members are moved out of the parsed object rather than
+    /// re-read through `#[serde(flatten)]` (which buffers and copies every value again —
+    /// a full status answer is megabytes).
     pub fn parse(line: &str) -> Result<Self, serde_json::Error> {
+        use serde::de::Error as _;
         let value: Value = serde_json::from_str(line)?;
-        if value.get("id").is_some() {
-            serde_json::from_value(value).map(Self::Response)
-        } else {
-            serde_json::from_value(value).map(Self::Notification)
-        }
+        let Value::Object(mut object) = value else {
+            return Err(serde_json::Error::custom(
+                "a server message must be a JSON object",
+            ));
+        };
+        let Some(id) = object.remove("id") else {
+            let method = match object.remove("method") {
+                Some(Value::String(method)) => method,
+                _ => {
+                    return Err(serde_json::Error::custom(
+                        "notification: method must be a string",
+                    ));
+                }
+            };
+            let params = object.remove("params").unwrap_or(Value::Null);
+            return Ok(Self::Notification(Notification { method, params }));
+        };
+        let id = match id {
+            Value::Null => None,
+            other => Some(RequestId::from_value(&other).ok_or_else(|| {
+                serde_json::Error::custom("response: id must be a string or an integer")
+            })?),
+        };
+        let outcome = match (object.remove("result"), object.remove("error")) {
+            (Some(result), None) => Outcome::Result(result),
+            (None, Some(error)) => Outcome::Error(serde_json::from_value(error)?),
+            _ => {
+                return Err(serde_json::Error::custom(
+                    "response: exactly one of result and error is required",
+                ));
+            }
+        };
+        Ok(Self::Response(Response { id, outcome }))
     }
 }
 
