@@ -64,16 +64,22 @@ fn book() -> ScriptBook {
                         name: "read".into(),
                         ms: 5,
                         error: false,
+                        args: None,
+                        output: None,
                     },
                     Step::Tool {
                         name: "grep".into(),
                         ms: 5,
                         error: false,
+                        args: None,
+                        output: None,
                     },
                     Step::Tool {
                         name: "ls".into(),
                         ms: 5,
                         error: false,
+                        args: None,
+                        output: None,
                     },
                     text(10, "done"),
                 ],
@@ -176,6 +182,7 @@ async fn a_foreground_batch_runs_publishes_and_logs() {
     assert_eq!(mode(&task_dir.join("agent")), 0o700);
     assert_eq!(mode(&task_dir.join("transcripts")), 0o700);
     assert_eq!(outcome.outcomes[1].tool_calls, 3);
+    assert_sim_transcript(outcome.outcomes[1].transcript.as_deref().unwrap());
     assert_eq!(
         outcome.outcomes[2].error.as_deref(),
         Some("provider returned 500")
@@ -193,6 +200,49 @@ async fn a_foreground_batch_runs_publishes_and_logs() {
         "the log ends with the final snapshot"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The simulated worker writes pi's session format: a version-3 header, then `message`
+/// entries with 8-hex ids chained by `parentId`, ISO timestamps, and the conversation.
+fn assert_sim_transcript(path: &str) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let entries: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(entries[0]["type"], "session");
+    assert_eq!(entries[0]["version"], 3);
+    let mut parent = serde_json::Value::Null;
+    let mut roles = Vec::new();
+    for e in &entries[1..] {
+        assert_eq!(e["type"], "message");
+        let id = e["id"].as_str().unwrap();
+        assert!(id.len() == 8 && id.chars().all(|c| c.is_ascii_hexdigit()), "{id}");
+        assert_eq!(e["parentId"], parent, "the parentId chain");
+        assert!(e["timestamp"].as_str().unwrap().ends_with('Z'));
+        parent = e["id"].clone();
+        roles.push(e["message"]["role"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(
+        roles,
+        [
+            "user",
+            "assistant",
+            "toolResult",
+            "assistant",
+            "toolResult",
+            "assistant",
+            "toolResult",
+            "assistant"
+        ]
+    );
+    assert_eq!(entries[1]["message"]["content"][0]["text"], "tools task");
+    assert_eq!(entries[2]["message"]["content"][0]["type"], "toolCall");
+    assert_eq!(entries[2]["message"]["content"][0]["name"], "read");
+    assert_eq!(
+        entries[3]["message"]["toolCallId"],
+        entries[2]["message"]["content"][0]["id"]
+    );
 }
 
 #[tokio::test]

@@ -87,6 +87,8 @@ impl slate::sim::Scripts for RandomScripts {
                     name: "read".into(),
                     ms: rng.range(1, 200),
                     error: rng.chance(10),
+                    args: None,
+                    output: None,
                 }),
                 7 => steps.push(Step::Progress("x".repeat(rng.range(1, 5000) as usize))),
                 8 => steps.push(Step::Think(rng.range(100, 3000))),

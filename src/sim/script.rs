@@ -37,6 +37,12 @@ pub enum Step {
         name: String,
         ms: Millis,
         error: bool,
+        /// The call's arguments, as recorded in the transcript (`{}` when absent).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        args: Option<serde_json::Value>,
+        /// The tool's result text, as recorded in the transcript.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output: Option<String>,
     },
     Progress(String),
     /// One `submit_result` attempt (errors empty = valid).
@@ -85,7 +91,9 @@ impl Step {
                 ],
                 *ms,
             ),
-            Step::Tool { name, ms, error } => (
+            Step::Tool {
+                name, ms, error, ..
+            } => (
                 vec![
                     (0, WorkerEvent::ToolStart { name: name.clone() }),
                     (
@@ -148,6 +156,8 @@ impl Script {
                 name: "read".to_owned(),
                 ms: 30,
                 error: false,
+                args: None,
+                output: None,
             });
         }
         steps.push(Step::Request {

@@ -13,6 +13,9 @@ use crate::core::{ChildRef, WorkerEvent, WorkerStart};
 use crate::runtime::backend::{EventSink, WorkerBackend, WorkerCommand, WorkerDirs};
 use crate::sim::{Script, Step};
 
+mod transcript;
+use transcript::Transcript;
+
 /// Scripts chosen by the start of the assignment text.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -75,12 +78,16 @@ impl WorkerBackend for SimBackend {
     ) -> mpsc::UnboundedSender<WorkerCommand> {
         let (tx, rx) = mpsc::unbounded_channel();
         let script = self.book.script_for(&start);
+        let path = dirs.transcripts.join("session.jsonl");
         let worker = SimWorker {
             child: start.child,
             events,
             rx,
             scale: self.scale,
-            transcript: dirs.transcripts.join("session.jsonl").display().to_string(),
+            transcript: path.display().to_string(),
+            log: Transcript::new(path, start.child, start.spec.cwd.clone()),
+            prompts: start.prompts.clone(),
+            call: None,
         };
         tokio::spawn(worker.run(script));
         tx
@@ -97,6 +104,11 @@ struct SimWorker {
     rx: mpsc::UnboundedReceiver<WorkerCommand>,
     scale: f64,
     transcript: String,
+    /// The session file behind `transcript`, written in pi's format.
+    log: Transcript,
+    prompts: Vec<String>,
+    /// The tool call in flight (its call id), between its start and its result.
+    call: Option<String>,
 }
 
 enum Interrupt {
@@ -153,6 +165,10 @@ impl SimWorker {
         self.emit(WorkerEvent::Ready {
             transcript: Some(self.transcript.clone()),
         });
+        let now = crate::runtime::now_ms();
+        for prompt in std::mem::take(&mut self.prompts) {
+            self.log.user(&prompt, now);
+        }
         let mut steps: VecDeque<Step> = script.steps.into();
         while let Some(step) = steps.pop_front() {
             if matches!(step, Step::Hang) {
@@ -180,6 +196,7 @@ impl SimWorker {
                     return self.finish(interrupt, true).await;
                 }
                 elapsed = offset;
+                self.record(&step, &event);
                 self.emit(event);
             }
             if let Some(interrupt) = self.pause(took.saturating_sub(elapsed)).await {
@@ -191,6 +208,28 @@ impl SimWorker {
         }
         self.emit(WorkerEvent::Settled { error: None });
         self.wait_release().await;
+    }
+
+    /// Writes what a pi worker would have persisted for this event.
+    fn record(&mut self, step: &Step, event: &WorkerEvent) {
+        let now = crate::runtime::now_ms();
+        match (step, event) {
+            (_, WorkerEvent::AssistantMessage { text, usage }) => {
+                self.log.assistant(text, usage.as_ref(), now);
+            }
+            (Step::Tool { args, .. }, WorkerEvent::ToolStart { name }) => {
+                let args = args.clone().unwrap_or_else(|| serde_json::json!({}));
+                self.call = Some(self.log.tool_call(name, &args, now));
+            }
+            (Step::Tool { output, .. }, WorkerEvent::ToolEnd { name, is_error }) => {
+                let call = self.call.take().unwrap_or_default();
+                let output = output
+                    .as_deref()
+                    .unwrap_or(if *is_error { "error" } else { "ok" });
+                self.log.tool_result(&call, name, output, *is_error, now);
+            }
+            _ => {}
+        }
     }
 
     async fn finish(mut self, interrupt: Interrupt, started: bool) {
