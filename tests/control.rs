@@ -16,7 +16,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 use slate::control::codec::LineReader;
 use slate::control::discovery;
-use slate::control::protocol::{MAX_REQUEST_LINE, codes};
+use slate::control::protocol::{MAX_REQUEST_LINE, Payload, codes};
 use slate::control::{
     BoxFuture, Client, ClientError, ControlError, DiscoveryError, Endpoint, Handler, Metadata,
     RuntimeDir, Selector, Server, ServerConfig, ServerError, Session,
@@ -46,9 +46,9 @@ impl Handler for TestHandler {
         method: &'a str,
         params: Value,
         session: &'a Session,
-    ) -> BoxFuture<'a, Result<Value, ControlError>> {
+    ) -> BoxFuture<'a, Result<Payload, ControlError>> {
         Box::pin(async move {
-            match method {
+            let answer: Result<Value, ControlError> = match method {
                 "echo" => Ok(params),
                 "slow" => {
                     let ms = params["ms"].as_u64().unwrap_or(100);
@@ -66,7 +66,8 @@ impl Handler for TestHandler {
                 ))),
                 "panic" => panic!("the test handler panics on purpose"),
                 _ => Err(ControlError::unknown_method(method)),
-            }
+            };
+            answer.map(Payload::from)
         })
     }
 

@@ -6,8 +6,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::cli::{ExitCode, Printer};
+use crate::control::summary::{FleetSummary, SummaryRow};
 use crate::control::{Client, ClientError, RuntimeDir, Selector, discovery};
-use crate::core::ChildRef;
+use crate::core::{ChildRef, Presence, Status};
 use crate::text::{SafeText, fit, pad};
 
 /// Read a JSON document from a file, or standard input for `-`.
@@ -79,7 +80,7 @@ pub async fn call(
         .map_err(|e| report(printer, &e))
 }
 
-fn report(printer: &Printer, error: &ClientError) -> ExitCode {
+pub fn report(printer: &Printer, error: &ClientError) -> ExitCode {
     let Some(remote) = error.remote() else {
         printer.error(&SafeText::line(&error.to_string()).into_string());
         return if error.is_unreachable() {
@@ -170,15 +171,10 @@ pub fn snapshot_line(s: &Value) -> String {
     } else {
         ""
     };
-    // Elapsed: admission to disposal, or to now while it lasts.
-    let created = s["createdAt"].as_u64().unwrap_or(0);
-    let end = s["endedAt"].as_u64().unwrap_or_else(crate::runtime::now_ms);
-    let ms = end.saturating_sub(created);
-    let elapsed = if ms >= 60_000 {
-        format!("{}m{:02}s", ms / 60_000, ms % 60_000 / 1000)
-    } else {
-        format!("{}.{}s", ms / 1000, ms % 1000 / 100)
-    };
+    let elapsed = elapsed(
+        s["createdAt"].as_u64().unwrap_or(0),
+        s["endedAt"].as_u64().unwrap_or_else(crate::runtime::now_ms),
+    );
     format!(
         "{}{} {} {} {} req {} tok {} {} {:>6}{}  {}",
         "  ".repeat(depth.saturating_sub(1)),
@@ -195,45 +191,68 @@ pub fn snapshot_line(s: &Value) -> String {
     )
 }
 
-/// The fleet table (`status` without a target).
-pub fn fleet_table(v: &Value) -> String {
-    let no_values = Vec::new();
-    let children = v["children"].as_array().unwrap_or(&no_values);
+/// The fleet table (`status` without a target), from typed summary rows.
+pub fn fleet_table(fleet: &FleetSummary<'_>) -> String {
     // Presence by identity, indexed once: a linear search per row is quadratic in the fleet.
-    let presence: std::collections::HashMap<&str, &Value> = v["agents"]
-        .as_array()
-        .unwrap_or(&no_values)
-        .iter()
-        .filter_map(|a| Some((a["id"].as_str()?, a)))
-        .collect();
-    let count = |status: &str| {
-        children
-            .iter()
-            .filter(|c| c["status"].as_str() == Some(status))
-            .count()
-    };
-    let mut out = String::with_capacity(160 * (children.len() + 1));
+    let presence: std::collections::HashMap<uuid::Uuid, Presence> =
+        fleet.agents.iter().map(|a| (a.id, a.presence)).collect();
+    let count = |status: Status| fleet.children.iter().filter(|c| c.status == status).count();
+    let mut out = String::with_capacity(160 * (fleet.children.len() + 1));
     let _ = writeln!(
         out,
         "parent {} · {} current generations · running {} · queued {} · settled {} · failed {} · cancelled {} · paused {}",
-        text(v, "parentId"),
-        children.len(),
-        count("running"),
-        count("queued"),
-        count("settled"),
-        count("failed"),
-        count("cancelled"),
-        count("paused"),
+        fleet.parent_id,
+        fleet.children.len(),
+        count(Status::Running),
+        count(Status::Queued),
+        count(Status::Settled),
+        count(Status::Failed),
+        count(Status::Cancelled),
+        count(Status::Paused),
     );
-    for c in children {
-        let presence = c["id"]
-            .as_str()
-            .and_then(|id| presence.get(id))
-            .map(|a| text(a, "presence"))
-            .unwrap_or_default();
-        let _ = writeln!(out, "{}  [{presence}]", snapshot_line(c));
+    let now = crate::runtime::now_ms();
+    for c in &fleet.children {
+        row_line(&mut out, c, now);
+        let presence = presence.get(&c.id).map_or("", |p| p.as_str());
+        let _ = writeln!(out, "  [{presence}]");
     }
     out
+}
+
+/// One summary row, without a line end: the same columns as [`snapshot_line`].
+fn row_line(out: &mut String, c: &SummaryRow<'_>, now: u64) {
+    let t = &c.telemetry;
+    for _ in 1..c.depth {
+        out.push_str("  ");
+    }
+    let _ = write!(
+        out,
+        "{}@{} {} {} {} req {} tok {} {} {:>6}{}  {}",
+        c.id,
+        c.generation,
+        pad(c.profile.as_str(), 14),
+        pad(c.status.as_str(), 9),
+        fit(&SafeText::line(&c.assignment).into_string(), 36),
+        t.requests.map_or("—".to_owned(), |n| n.to_string()),
+        t.tokens.map_or("—".to_owned(), |n| n.total.to_string()),
+        t.cost.map_or("—".to_owned(), |c| format!("${c:.4}")),
+        elapsed(c.created_at, c.ended_at.unwrap_or(now)),
+        if c.writer_lease { " W" } else { "" },
+        fit(
+            &SafeText::line(c.activity.as_deref().unwrap_or_default()).into_string(),
+            40
+        ),
+    );
+}
+
+/// Admission to disposal, or to now while it lasts.
+fn elapsed(created: u64, end: u64) -> String {
+    let ms = end.saturating_sub(created);
+    if ms >= 60_000 {
+        format!("{}m{:02}s", ms / 60_000, ms % 60_000 / 1000)
+    } else {
+        format!("{}.{}s", ms / 1000, ms % 1000 / 100)
+    }
 }
 
 /// `status` with a target: the snapshot, its generations and presence.
@@ -292,16 +311,25 @@ pub async fn wait_all(printer: &Printer, parent: Option<String>, timeout: Durati
     };
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
-        let fleet = match call(printer, &client, "status", json!({})).await {
-            Ok(v) => v,
-            Err(code) => return code,
+        let raw = match client.call_raw("status", json!({"summary": true})).await {
+            Ok(raw) => raw,
+            Err(e) => return report(printer, &e),
         };
-        let children = fleet["children"].as_array().cloned().unwrap_or_default();
-        let drained = children.iter().all(|c| {
-            c["disposed"].as_bool() == Some(true) || c["status"].as_str() == Some("paused")
-        });
+        let fleet: FleetSummary<'_> = match serde_json::from_str(raw.get()) {
+            Ok(fleet) => fleet,
+            Err(e) => {
+                printer.error(&format!(
+                    "status: the coordinator sent an invalid answer: {e}"
+                ));
+                return ExitCode::Usage;
+            }
+        };
+        let drained = fleet
+            .children
+            .iter()
+            .all(|c| c.disposed || c.status == Status::Paused);
         if drained {
-            return wait_all_summary(printer, &fleet, &children);
+            return wait_all_summary(printer, &fleet);
         }
         // Sleep until something changes (or the deadline passes).
         match tokio::time::timeout_at(deadline, events.next()).await {
@@ -324,26 +352,21 @@ pub async fn wait_all(printer: &Printer, parent: Option<String>, timeout: Durati
     }
 }
 
-fn wait_all_summary(printer: &Printer, fleet: &Value, children: &[Value]) -> ExitCode {
-    let count = |status: &str| {
-        children
-            .iter()
-            .filter(|c| c["status"].as_str() == Some(status))
-            .count()
-    };
+fn wait_all_summary(printer: &Printer, fleet: &FleetSummary<'_>) -> ExitCode {
+    let count = |status: Status| fleet.children.iter().filter(|c| c.status == status).count();
     let summary = json!({
-        "total": children.len(),
-        "settled": count("settled"),
-        "paused": count("paused"),
-        "failed": count("failed"),
-        "cancelled": count("cancelled"),
+        "total": fleet.children.len(),
+        "settled": count(Status::Settled),
+        "paused": count(Status::Paused),
+        "failed": count(Status::Failed),
+        "cancelled": count(Status::Cancelled),
     });
     if printer.json() {
         printer.value(&summary);
     } else {
         printer.out(&fleet_table(fleet));
     }
-    if count("failed") + count("cancelled") == 0 {
+    if count(Status::Failed) + count(Status::Cancelled) == 0 {
         ExitCode::Ok
     } else {
         ExitCode::Refused

@@ -4,8 +4,9 @@
 
 use serde_json::{Value, json};
 
-use crate::cli::fleet::{block_on, call, fleet_table, status_view, target, try_connect};
+use crate::cli::fleet::{block_on, call, fleet_table, report, status_view, target, try_connect};
 use crate::cli::{ExitCode, Printer};
+use crate::control::summary::{FleetSummary, SummaryRow};
 use crate::store::event_log::read_history;
 
 pub fn run(printer: &Printer, words: &[String], parent: Option<String>) -> ExitCode {
@@ -36,18 +37,35 @@ pub fn run(printer: &Printer, words: &[String], parent: Option<String>) -> ExitC
                 return code;
             }
         };
-        match call(printer, &client, "status", params).await {
-            Ok(v) => {
-                if printer.json() {
+        if target.is_some() || printer.json() {
+            return match call(printer, &client, "status", params).await {
+                Ok(v) if printer.json() => {
                     printer.value(&v);
-                } else if target.is_some() {
-                    printer.out(&status_view(&v));
-                } else {
-                    printer.out(&fleet_table(&v));
+                    ExitCode::Ok
                 }
+                Ok(v) => {
+                    printer.out(&status_view(&v));
+                    ExitCode::Ok
+                }
+                Err(code) => code,
+            };
+        }
+        // The table reads summary rows straight from the answer's text.
+        let raw = match client.call_raw("status", params).await {
+            Ok(raw) => raw,
+            Err(e) => return report(printer, &e),
+        };
+        match serde_json::from_str::<FleetSummary<'_>>(raw.get()) {
+            Ok(fleet) => {
+                printer.out(&fleet_table(&fleet));
                 ExitCode::Ok
             }
-            Err(code) => code,
+            Err(e) => {
+                printer.error(&format!(
+                    "status: the coordinator sent an invalid answer: {e}"
+                ));
+                ExitCode::Usage
+            }
         }
     })
 }
@@ -83,11 +101,10 @@ fn from_history(
             return ExitCode::Usage;
         }
     };
-    let children: Vec<Value> = history
+    let selected: Vec<&crate::core::ChildSnapshot> = history
         .snapshots
         .iter()
         .filter(|s| target.is_none_or(|r| s.id == r.id))
-        .filter_map(|s| serde_json::to_value(s).ok())
         .collect();
     if let Some(r) = target
         && !history.snapshots.iter().any(|s| s.child_ref() == r)
@@ -97,14 +114,20 @@ fn from_history(
         ));
         return ExitCode::Refused;
     }
-    let view = json!({"readOnlyHistory": true, "parentId": parent_id, "eventLog": log, "children": children, "agents": []});
     if printer.json() {
-        printer.value(&view);
+        printer.value(&json!({"readOnlyHistory": true, "parentId": parent_id, "eventLog": log, "children": selected, "agents": []}));
     } else {
+        let fleet = FleetSummary {
+            parent_id,
+            children: selected.iter().map(|s| SummaryRow::of(s)).collect(),
+            agents: Vec::new(),
+            stats: Value::Null,
+            policy: Value::Null,
+        };
         printer.out(&format!(
             "read-only history of exited coordinator {parent_id} ({})\n{}",
             log.display(),
-            fleet_table(&view)
+            fleet_table(&fleet)
         ));
     }
     ExitCode::Ok

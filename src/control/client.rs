@@ -8,7 +8,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio::net::UnixStream;
 use tokio::net::unix::OwnedReadHalf;
 use tokio::sync::{mpsc, oneshot};
@@ -18,7 +21,7 @@ use super::codec::{LineReader, encode_line, write_lines};
 use super::discovery::Endpoint;
 use super::protocol::{
     ControlError, HelloParams, HelloResult, MAX_SERVER_LINE, METHOD_HELLO, METHOD_SUBSCRIBE,
-    Notification, PROTOCOL_VERSION, Request, RequestId, Response, ServerMessage,
+    Notification, PROTOCOL_VERSION, Request, RequestId,
 };
 
 /// How long `connect` waits for the socket and the `hello` answer together.
@@ -66,10 +69,14 @@ impl ClientError {
     }
 }
 
+/// A response as the client keeps it: the result's JSON text, unparsed, so a caller that
+/// wants a typed value reads the text once (a full status answer is megabytes).
+type Answer = Result<Box<RawValue>, ControlError>;
+
 /// Calls waiting for their response.
 #[derive(Default)]
 struct Pending {
-    waiting: HashMap<u64, oneshot::Sender<Response>>,
+    waiting: HashMap<u64, oneshot::Sender<Answer>>,
     state: State,
 }
 
@@ -162,6 +169,26 @@ impl Client {
 
     /// Sends one request and waits for its response. `params` must be an object (or null).
     pub async fn call(&self, method: &str, params: Value) -> Result<Value, ClientError> {
+        self.call_typed(method, params).await
+    }
+
+    /// [`Client::call`], reading the result straight into `T`.
+    pub async fn call_typed<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> Result<T, ClientError> {
+        let raw = self.call_raw(method, params).await?;
+        serde_json::from_str(raw.get())
+            .map_err(|e| ClientError::Protocol(format!("{method} result: {e}")))
+    }
+
+    /// [`Client::call`], returning the result's JSON text for a borrowing deserializer.
+    pub async fn call_raw(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> Result<Box<RawValue>, ClientError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         {
@@ -185,12 +212,12 @@ impl Client {
             // The writer failed: the server closed, maybe with a reason (`busy`) that the
             // reader is about to deliver; that reason beats a bare "closed".
             return match tokio::time::timeout(Duration::from_secs(1), rx).await {
-                Ok(Ok(response)) => response.into_result().map_err(ClientError::Remote),
+                Ok(Ok(answer)) => answer.map_err(ClientError::Remote),
                 _ => Err(self.closed()),
             };
         }
         match rx.await {
-            Ok(response) => response.into_result().map_err(ClientError::Remote),
+            Ok(answer) => answer.map_err(ClientError::Remote),
             Err(_) => Err(self.closed()),
         }
     }
@@ -244,6 +271,21 @@ impl Subscription {
     }
 }
 
+/// One server line as the client reads it: members it routes by, the result left as text.
+#[derive(Deserialize)]
+struct Incoming<'a> {
+    #[serde(default, borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(default)]
+    result: Option<Box<RawValue>>,
+    #[serde(default)]
+    error: Option<ControlError>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    params: Option<Value>,
+}
+
 /// Routes responses to their callers and notifications to the subscription. When the
 /// connection ends every waiting call fails.
 async fn read_messages(
@@ -254,33 +296,36 @@ async fn read_messages(
     let mut reader = LineReader::new(read, MAX_SERVER_LINE);
     let mut connection_error = None;
     while let Ok(Some(line)) = reader.next_line().await {
-        let Ok(Ok(message)) = line.map(|l| ServerMessage::parse(&l)) else {
+        let Ok(line) = line else { continue };
+        let Ok(message) = serde_json::from_str::<Incoming<'_>>(&line) else {
             continue;
         };
-        match message {
-            ServerMessage::Response(response) => {
-                let id = match &response.id {
-                    Some(RequestId::Number(n)) => n.as_u64(),
-                    _ => None,
-                };
-                match id {
-                    Some(id) => {
-                        let waiter = lock(&pending).waiting.remove(&id);
-                        if let Some(waiter) = waiter {
-                            let _ = waiter.send(response);
-                        }
-                    }
-                    // A response without an id is about the connection itself.
-                    None => {
-                        if let Err(error) = response.into_result() {
-                            connection_error = Some(error);
-                        }
-                    }
+        if message.id.is_none()
+            && let Some(method) = message.method
+        {
+            let params = message.params.unwrap_or(Value::Null);
+            // Nobody listening is fine: the subscription was dropped.
+            let _ = notifications.send(Notification { method, params }).await;
+            continue;
+        }
+        let answer: Answer = match (message.error, message.result) {
+            (Some(error), _) => Err(error),
+            (None, Some(result)) => Ok(result),
+            (None, None) => RawValue::from_string("null".to_owned())
+                .map_err(|e| ControlError::new("invalid-response", format!("response: {e}"))),
+        };
+        match message.id.and_then(|id| id.get().parse::<u64>().ok()) {
+            Some(id) => {
+                let waiter = lock(&pending).waiting.remove(&id);
+                if let Some(waiter) = waiter {
+                    let _ = waiter.send(answer);
                 }
             }
-            ServerMessage::Notification(notification) => {
-                // Nobody listening is fine: the subscription was dropped.
-                let _ = notifications.send(notification).await;
+            // A response without a (numeric) id is about the connection itself.
+            None => {
+                if let Err(error) = answer {
+                    connection_error = Some(error);
+                }
             }
         }
     }
@@ -291,7 +336,7 @@ async fn read_messages(
     };
     for (_, waiter) in waiting {
         if let Some(error) = &connection_error {
-            let _ = waiter.send(Response::error(None, error.clone()));
+            let _ = waiter.send(Err(error.clone()));
         }
     }
 }

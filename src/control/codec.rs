@@ -61,7 +61,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                     None => continue,
                 }
             }
-            let newline = available.iter().position(|&b| b == b'\n');
+            let newline = memchr::memchr(b'\n', available);
             let take = newline.unwrap_or(available.len());
             let mut report_too_long = false;
             if !self.discarding {

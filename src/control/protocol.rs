@@ -167,25 +167,41 @@ fn kind(value: &Value) -> &'static str {
 }
 
 /// A response: the request's id (null when it could not be read) and a result or an error.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// The server writes these; the client reads them member by member (see `client.rs`).
+#[derive(Clone, Debug, Serialize)]
 pub struct Response {
     pub id: Option<RequestId>,
     #[serde(flatten)]
     pub outcome: Outcome,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Outcome {
-    Result(Value),
+    Result(Payload),
     Error(ControlError),
 }
 
+/// A result as a handler produced it: a JSON tree, or JSON text already written (large
+/// answers are serialized once, straight from typed rows).
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
+pub enum Payload {
+    Value(Value),
+    Raw(Box<serde_json::value::RawValue>),
+}
+
+impl From<Value> for Payload {
+    fn from(value: Value) -> Self {
+        Self::Value(value)
+    }
+}
+
 impl Response {
-    pub fn result(id: RequestId, value: Value) -> Self {
+    pub fn result(id: RequestId, payload: impl Into<Payload>) -> Self {
         Self {
             id: Some(id),
-            outcome: Outcome::Result(value),
+            outcome: Outcome::Result(payload.into()),
         }
     }
 
@@ -193,13 +209,6 @@ impl Response {
         Self {
             id,
             outcome: Outcome::Error(error),
-        }
-    }
-
-    pub fn into_result(self) -> Result<Value, ControlError> {
-        match self.outcome {
-            Outcome::Result(v) => Ok(v),
-            Outcome::Error(e) => Err(e),
         }
     }
 }
@@ -227,58 +236,6 @@ impl Notification {
             method: NOTIFY_LAGGED.to_owned(),
             params: serde_json::json!({ "missed": missed }),
         }
-    }
-}
-
-/// Anything the server sends, as a client reads it.
-#[derive(Clone, Debug, PartialEq)]
-pub enum ServerMessage {
-    Response(Response),
-    Notification(Notification),
-}
-
-impl ServerMessage {
-    /// A message with an `id` member is a response; one without is a notification.
-    ///
-    /// The line is parsed once; members are moved out of the parsed object rather than
-    /// re-read through `#[serde(flatten)]` (which buffers and copies every value again —
-    /// a full status answer is megabytes).
-    pub fn parse(line: &str) -> Result<Self, serde_json::Error> {
-        use serde::de::Error as _;
-        let value: Value = serde_json::from_str(line)?;
-        let Value::Object(mut object) = value else {
-            return Err(serde_json::Error::custom(
-                "a server message must be a JSON object",
-            ));
-        };
-        let Some(id) = object.remove("id") else {
-            let method = match object.remove("method") {
-                Some(Value::String(method)) => method,
-                _ => {
-                    return Err(serde_json::Error::custom(
-                        "notification: method must be a string",
-                    ));
-                }
-            };
-            let params = object.remove("params").unwrap_or(Value::Null);
-            return Ok(Self::Notification(Notification { method, params }));
-        };
-        let id = match id {
-            Value::Null => None,
-            other => Some(RequestId::from_value(&other).ok_or_else(|| {
-                serde_json::Error::custom("response: id must be a string or an integer")
-            })?),
-        };
-        let outcome = match (object.remove("result"), object.remove("error")) {
-            (Some(result), None) => Outcome::Result(result),
-            (None, Some(error)) => Outcome::Error(serde_json::from_value(error)?),
-            _ => {
-                return Err(serde_json::Error::custom(
-                    "response: exactly one of result and error is required",
-                ));
-            }
-        };
-        Ok(Self::Response(Response { id, outcome }))
     }
 }
 

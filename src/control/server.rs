@@ -21,7 +21,9 @@ use super::connection::{self, Shared};
 use super::discovery::{
     self, DiscoveryError, METADATA_EXT, Metadata, current_uid, ensure_private_dir,
 };
-use super::protocol::{ControlError, HelloResult, MAX_REQUEST_LINE, MAX_SERVER_LINE, Response};
+use super::protocol::{
+    ControlError, HelloResult, MAX_REQUEST_LINE, MAX_SERVER_LINE, Payload, Response,
+};
 
 /// A boxed future, as [`Handler::handle`] returns it.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -46,7 +48,7 @@ pub trait Handler: Send + Sync + 'static {
         method: &'a str,
         params: Value,
         session: &'a Session,
-    ) -> BoxFuture<'a, Result<Value, ControlError>>;
+    ) -> BoxFuture<'a, Result<Payload, ControlError>>;
 
     /// A fresh receiver of the values that subscribed connections get as `event`
     /// notifications.

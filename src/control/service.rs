@@ -8,8 +8,9 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
 use crate::config::{Loaded, ProfilesView};
-use crate::control::protocol::ControlError;
+use crate::control::protocol::{ControlError, Payload};
 use crate::control::server::{BoxFuture, Handler, Session};
+use crate::control::summary::{FleetSummary, SummaryRow};
 use crate::core::{
     ChildRef, Input, MessageId, MessageMode, Party, Refusal, Renewal, Reply, RequestId,
 };
@@ -105,10 +106,6 @@ impl Service {
     async fn dispatch(&self, method: &str, params: Value) -> Result<Value, ControlError> {
         let p = Params(&params);
         match method {
-            "status" => {
-                let summary = p.0.get("summary").and_then(Value::as_bool) == Some(true);
-                self.status(p.optional_ref("target")?, summary).await
-            }
             "agents" => to_json(&self.rt.query(crate::core::Coordinator::agents).await?),
             "delegate" => self.delegate(&params).await,
             "stop" => {
@@ -206,47 +203,65 @@ impl Service {
 
     /// With a target: the pinned snapshot, its generations and presence. Without: the fleet;
     /// `summary` rows carry only what the fleet table shows (about a tenth of a snapshot).
-    async fn status(&self, target: Option<ChildRef>, summary: bool) -> Result<Value, ControlError> {
-        if let Some(r) = target {
+    /// `{target?, summary?}`: one generation's status, the fleet, or the fleet's table rows.
+    async fn status(&self, params: &Value) -> Result<Payload, ControlError> {
+        let p = Params(params);
+        if let Some(r) = p.optional_ref("target")? {
             let view = self.rt.query(move |c| c.status(r)).await?;
-            return to_json(&view?);
+            return to_json(&view?).map(Payload::Value);
+        }
+        if p.0.get("summary").and_then(Value::as_bool) == Some(true) {
+            // Only the table's fields leave the actor; the answer is written once, as text.
+            let (parent_id, children, agents, stats, policy) = self
+                .rt
+                .query(|c| {
+                    let mut agents = Vec::new();
+                    let rows: Vec<SummaryRow<'static>> = c
+                        .iter_current()
+                        .map(|(s, presence)| {
+                            agents.push(crate::core::AgentPresence {
+                                id: s.id,
+                                generation: s.generation,
+                                presence,
+                            });
+                            SummaryRow::of(s).into_owned()
+                        })
+                        .collect();
+                    (c.root_id(), rows, agents, stats_json(c), *c.policy())
+                })
+                .await?;
+            let fleet = FleetSummary {
+                parent_id,
+                children,
+                agents,
+                stats,
+                policy: to_json(&policy)?,
+            };
+            return serde_json::value::to_raw_value(&fleet)
+                .map(Payload::Raw)
+                .map_err(|e| ControlError::internal(&e.to_string()));
         }
         // Inside the actor only the detached copies are taken; JSON is built out here so a
         // large status never holds up worker events.
-        let (parent_id, children, agents, stats, policy, root_inbox) = self
+        let (parent_id, children, agents, stats, policy) = self
             .rt
             .query(|c| {
                 (
                     c.root_id(),
                     c.list(),
                     c.agents(),
-                    c.stats(),
+                    stats_json(c),
                     *c.policy(),
-                    c.root_inbox_len(),
                 )
             })
             .await?;
-        let children: Value = if summary {
-            children.iter().map(summary_row).collect()
-        } else {
-            json!(children)
-        };
-        Ok(json!({
+        Ok(Payload::Value(json!({
             "parentId": parent_id,
             "children": children,
             "agents": agents,
-            "stats": {
-                "activePermits": stats.active_permits,
-                "queued": stats.queued,
-                "writer": stats.writer.map(|w| w.to_string()),
-                "admittedMessages": stats.admitted_messages,
-                "pendingWaiters": stats.pending_waiters,
-                "liveWorkers": stats.live_workers,
-                "openWindows": stats.open_windows,
-                "rootInbox": root_inbox,
-            },
+            "stats": stats,
             "policy": policy,
-        }))
+        })))
     }
 
     fn resolve(&self, call: &DelegateCall) -> Result<Vec<crate::core::TaskSpec>, ControlError> {
@@ -369,25 +384,18 @@ impl Service {
     }
 }
 
-/// The fields of a snapshot the fleet table shows, with long text clipped.
-fn summary_row(s: &crate::core::ChildSnapshot) -> Value {
+/// The coordinator's counters, as `status` reports them.
+fn stats_json(c: &crate::core::Coordinator) -> Value {
+    let stats = c.stats();
     json!({
-        "id": s.id,
-        "generation": s.generation,
-        "depth": s.depth,
-        "profile": s.profile,
-        "status": s.status,
-        "assignment": crate::core::clip_chars(&s.assignment, 120),
-        "activity": s.activity.as_deref().map(|a| crate::core::clip_chars(a, 120)),
-        "telemetry": {
-            "requests": s.telemetry.requests,
-            "tokens": s.telemetry.tokens.map(|t| json!({"total": t.total})),
-            "cost": s.telemetry.cost,
-        },
-        "writerLease": s.writer_lease,
-        "disposed": s.disposed,
-        "createdAt": s.created_at,
-        "endedAt": s.ended_at,
+        "activePermits": stats.active_permits,
+        "queued": stats.queued,
+        "writer": stats.writer.map(|w| w.to_string()),
+        "admittedMessages": stats.admitted_messages,
+        "pendingWaiters": stats.pending_waiters,
+        "liveWorkers": stats.live_workers,
+        "openWindows": stats.open_windows,
+        "rootInbox": c.root_inbox_len(),
     })
 }
 
@@ -413,8 +421,13 @@ impl Handler for Service {
         method: &'a str,
         params: Value,
         _session: &'a Session,
-    ) -> BoxFuture<'a, Result<Value, ControlError>> {
-        Box::pin(self.dispatch(method, params))
+    ) -> BoxFuture<'a, Result<Payload, ControlError>> {
+        Box::pin(async move {
+            if method == "status" {
+                return self.status(&params).await;
+            }
+            self.dispatch(method, params).await.map(Payload::Value)
+        })
     }
 
     fn subscribe(&self) -> broadcast::Receiver<Value> {

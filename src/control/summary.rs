@@ -1,0 +1,108 @@
+//! The fleet table's rows: what `status {summary: true}` returns for each current
+//! generation. Typed on both ends so the server writes rows straight from snapshots and the
+//! client reads them borrowing from the response text, with no intermediate JSON tree.
+
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::core::{AgentPresence, ChildSnapshot, Role, Status, clip_chars};
+
+/// Long text in a row is clipped to this many characters (the table shows less).
+pub const SUMMARY_CHARS: usize = 120;
+
+/// `status {summary: true}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FleetSummary<'a> {
+    pub parent_id: Uuid,
+    #[serde(borrow)]
+    pub children: Vec<SummaryRow<'a>>,
+    pub agents: Vec<AgentPresence>,
+    /// The coordinator's counters (`activePermits`, `queued`, `writer`, …), as in the full
+    /// status answer.
+    #[serde(default)]
+    pub stats: serde_json::Value,
+    #[serde(default)]
+    pub policy: serde_json::Value,
+}
+
+/// One generation as the fleet table shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SummaryRow<'a> {
+    pub id: Uuid,
+    pub generation: u32,
+    pub depth: u32,
+    pub profile: Role,
+    pub status: Status,
+    /// Clipped to [`SUMMARY_CHARS`].
+    #[serde(borrow)]
+    pub assignment: Cow<'a, str>,
+    /// Newest activity, clipped to [`SUMMARY_CHARS`].
+    #[serde(borrow)]
+    pub activity: Option<Cow<'a, str>>,
+    pub telemetry: SummaryTelemetry,
+    pub writer_lease: bool,
+    pub disposed: bool,
+    pub created_at: u64,
+    pub ended_at: Option<u64>,
+}
+
+/// Direct usage of the generation; `null` means unavailable (never shown as zero).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SummaryTelemetry {
+    pub requests: Option<u32>,
+    pub tokens: Option<TokenTotal>,
+    pub cost: Option<f64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenTotal {
+    pub total: u64,
+}
+
+impl<'a> SummaryRow<'a> {
+    /// The row of a snapshot, borrowing its text where nothing is clipped.
+    pub fn of(s: &'a ChildSnapshot) -> Self {
+        Self {
+            id: s.id,
+            generation: s.generation,
+            depth: s.depth,
+            profile: s.profile,
+            status: s.status,
+            assignment: clip(&s.assignment),
+            activity: s.activity.as_deref().map(clip),
+            telemetry: SummaryTelemetry {
+                requests: s.telemetry.requests,
+                tokens: s.telemetry.tokens.map(|t| TokenTotal { total: t.total }),
+                cost: s.telemetry.cost,
+            },
+            writer_lease: s.writer_lease,
+            disposed: s.disposed,
+            created_at: s.created_at,
+            ended_at: s.ended_at,
+        }
+    }
+}
+
+impl SummaryRow<'_> {
+    /// The row with its text owned (rows leave the coordinator's actor this way).
+    pub fn into_owned(self) -> SummaryRow<'static> {
+        SummaryRow {
+            assignment: Cow::Owned(self.assignment.into_owned()),
+            activity: self.activity.map(|a| Cow::Owned(a.into_owned())),
+            ..self
+        }
+    }
+}
+
+fn clip(text: &str) -> Cow<'_, str> {
+    if text.len() <= SUMMARY_CHARS {
+        Cow::Borrowed(text)
+    } else {
+        Cow::Owned(clip_chars(text, SUMMARY_CHARS))
+    }
+}
