@@ -122,10 +122,13 @@ pub enum Command {
     Delegate {
         /// The assignment text (or use --task-file / --file).
         assignment: Option<String>,
+        /// The profile: scout, review, general or implementation (`worker` is an alias).
         #[arg(long, default_value = "scout")]
         profile: String,
+        /// An exact model selection `provider/id[:effort]` (must be permitted).
         #[arg(long)]
         model: Option<String>,
+        /// The working directory (default: the coordinator's directory).
         #[arg(long)]
         cwd: Option<String>,
         /// Request limits as JSON, e.g. '{"requests":20}'.
@@ -134,6 +137,7 @@ pub enum Command {
         /// A JSON file with the result schema.
         #[arg(long)]
         schema: Option<PathBuf>,
+        /// Read the assignment from a checked task file (instead of the text argument).
         #[arg(long)]
         task_file: Option<String>,
         /// A native `delegate_task` or compatibility `subagent` request (JSON), `-` for stdin.
@@ -159,10 +163,13 @@ pub enum Command {
         #[command(flatten)]
         select: Select,
     },
-    /// Message a direct child (or the root inbox is read with `slate inbox`).
+    /// Message a direct child: `slate message [UUID@GEN | UUID GEN] TEXT` (replies arrive
+    /// in the root inbox: `slate inbox`). Without a target the coordinator refuses
+    /// (`root-self-message`): the root cannot message itself.
     Message {
-        target: String,
-        text: String,
+        /// `[UUID@GEN | UUID GEN] TEXT`: an optional exact target, then the text.
+        #[arg(num_args = 1..=3, required = true, value_name = "TARGET… TEXT")]
+        words: Vec<String>,
         #[arg(long, default_value = "inbox", value_parser = ["inbox", "steer", "followUp"])]
         mode: String,
         #[command(flatten)]
@@ -211,12 +218,16 @@ pub enum Command {
     /// Wait for one outcome (`--target`), one receipt (`--message`), the root inbox, or
     /// every current assignment (`--all`, exit 1 if any failed or was cancelled).
     Wait {
+        /// Wait for this generation's outcome (`UUID@GEN`).
         #[arg(long)]
         target: Option<String>,
+        /// Wait for this message's receipt (its UUID).
         #[arg(long)]
         message: Option<String>,
+        /// Wait until every current assignment drained; exit 1 if any failed or was cancelled.
         #[arg(long, conflicts_with_all = ["target", "message"])]
         all: bool,
+        /// Give up after this many milliseconds (1–60000 for --target/--message).
         #[arg(long, default_value_t = 60_000)]
         timeout: u64,
         #[command(flatten)]

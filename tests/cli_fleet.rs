@@ -20,16 +20,29 @@ struct Fixture {
 
 impl Fixture {
     fn start(name: &str) -> Self {
+        Self::start_with(name, None, None)
+    }
+
+    /// A coordinator with an operator `delegation.json` and a script book, if given.
+    fn start_with(name: &str, delegation: Option<&Value>, scripts: Option<&Value>) -> Self {
         let base =
             std::env::temp_dir().join(format!("slate-cli-fleet-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&base);
         for d in ["work", "agent", "run", "elsewhere"] {
             std::fs::create_dir_all(base.join(d)).unwrap();
         }
+        if let Some(delegation) = delegation {
+            std::fs::write(base.join("agent/delegation.json"), delegation.to_string()).unwrap();
+        }
         let work = base.join("work");
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_slate"));
-        cmd.args(["serve", "--backend", "sim", "--model", "fake/model"])
-            .current_dir(&work)
+        cmd.args(["serve", "--backend", "sim", "--model", "fake/model"]);
+        if let Some(scripts) = scripts {
+            let path = base.join("scripts.json");
+            std::fs::write(&path, scripts.to_string()).unwrap();
+            cmd.arg("--scenario").arg(path);
+        }
+        cmd.current_dir(&work)
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
         Self::env(&base, &mut cmd);
@@ -214,6 +227,120 @@ fn fleet_commands_against_a_live_coordinator() {
     assert!(history["children"].as_array().unwrap().len() >= 3);
     let text = f.slate(&["status", "--parent", &parent]);
     assert!(String::from_utf8_lossy(&text.stdout).contains("read-only history"));
+}
+
+/// Every refusal class the root can meet from the command line: exit 1, nothing on stdout,
+/// `refused [code]: message` on stderr naming the rule, and `{"error": {code, message}}` with
+/// `--json`. (Classes only a child can meet — depth, spawn grants, nested capacity, writer
+/// under writer — are covered against the core in tests/rules.)
+#[test]
+fn every_root_refusal_class_exits_1_with_its_code_and_rule() {
+    let slow = serde_json::json!({"steps": [{"think": 60000}, {"request": {
+        "ms": 10, "text": "late", "inputTokens": 1, "outputTokens": 1}}]});
+    let scripts = serde_json::json!({
+        "default": slow,
+        "scripts": [{"assignmentPrefix": "quick", "script": {"steps": [{"request": {
+            "ms": 10, "text": "done", "inputTokens": 1, "outputTokens": 1}}]}}]
+    });
+    let policy = serde_json::json!({"scheduling": {"concurrency": 1, "queue": 1, "batch": 2}});
+    let f = Fixture::start_with("refusals", Some(&policy), Some(&scripts));
+
+    let running = f.json(&["delegate", "--background", "Hold the only permit"]);
+    let running = format!("{}@1", running["children"][0]["id"].as_str().unwrap());
+    let queued = f.json(&["delegate", "--background", "Wait behind it"]);
+    let queued = format!("{}@1", queued["children"][0]["id"].as_str().unwrap());
+    let three = f.base.join("three.json");
+    std::fs::write(
+        &three,
+        serde_json::json!({"tasks": [{"assignment": "a", "profile": "scout"}, {"assignment": "b", "profile": "scout"}, {"assignment": "c", "profile": "scout"}]})
+            .to_string(),
+    )
+    .unwrap();
+    let long = "x".repeat(5000);
+    let never = running.replace("@1", "@2");
+    let cases: Vec<(&str, Vec<&str>)> = vec![
+        (
+            "queue-full",
+            vec!["delegate", "--background", "One too many"],
+        ),
+        (
+            "batch-too-large",
+            vec![
+                "delegate",
+                "--background",
+                "--file",
+                three.to_str().unwrap(),
+            ],
+        ),
+        (
+            "limit-not-narrowing",
+            vec![
+                "delegate",
+                "--background",
+                "--limits",
+                r#"{"requests": 1000000}"#,
+                "Too much",
+            ],
+        ),
+        ("invalid-state", vec!["steer", &queued, "Not running yet"]),
+        ("invalid-presence", vec!["park", &running]),
+        ("blank-text", vec!["steer", &running, "   "]),
+        ("text-too-long", vec!["steer", &running, &long]),
+        ("root-self-message", vec!["message", "To nobody"]),
+        (
+            "unknown-message",
+            vec![
+                "wait",
+                "--message",
+                "00000000-0000-4000-8000-000000000000",
+                "--timeout",
+                "10",
+            ],
+        ),
+        (
+            "wait-timeout-out-of-range",
+            vec!["wait", "--target", &running, "--timeout", "60001"],
+        ),
+        (
+            "unknown-identity",
+            vec!["stop", "00000000-0000-4000-8000-000000000000@1"],
+        ),
+        ("unknown-identity", vec!["stop", &never]),
+    ];
+    for (code, args) in &cases {
+        let out = f.slate(args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{code}: {args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{code}: nothing on stdout");
+        assert!(
+            err.starts_with(&format!("error: refused [{code}]: ")),
+            "{code}: {args:?}: {err}"
+        );
+        assert!(
+            err.trim_end().len() > format!("refused [{code}]: ").len() + 10,
+            "{code}: the message says why: {err}"
+        );
+        let mut json_args = vec!["--json"];
+        json_args.extend_from_slice(args);
+        let out = f.slate(&json_args);
+        assert_eq!(out.status.code(), Some(1), "{code} (--json)");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["error"]["code"], *code, "{code} (--json): {v}");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty())
+        );
+    }
+    // Nothing refused changed the fleet: still one running, one queued.
+    let fleet = f.json(&["status"]);
+    let statuses: Vec<&str> = fleet["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["running", "queued"], "refusals change nothing");
 }
 
 #[test]

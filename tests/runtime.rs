@@ -217,7 +217,10 @@ fn assert_sim_transcript(path: &str) {
     for e in &entries[1..] {
         assert_eq!(e["type"], "message");
         let id = e["id"].as_str().unwrap();
-        assert!(id.len() == 8 && id.chars().all(|c| c.is_ascii_hexdigit()), "{id}");
+        assert!(
+            id.len() == 8 && id.chars().all(|c| c.is_ascii_hexdigit()),
+            "{id}"
+        );
         assert_eq!(e["parentId"], parent, "the parentId chain");
         assert!(e["timestamp"].as_str().unwrap().ends_with('Z'));
         parent = e["id"].clone();

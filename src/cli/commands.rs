@@ -137,17 +137,23 @@ pub fn run(printer: &Printer, command: Command) -> ExitCode {
             json!({"text": text}),
         ),
         Command::Message {
-            target,
-            text,
+            mut words,
             mode,
             select,
-        } => targeted(
-            printer,
-            &[target],
-            select.parent,
-            "message",
-            json!({"text": text, "mode": mode}),
-        ),
+        } => {
+            let text = words.pop().unwrap_or_default();
+            let mut params = json!({"text": text, "mode": mode});
+            if !words.is_empty() {
+                let Some(t) = parse_target(printer, &words) else {
+                    return ExitCode::Usage;
+                };
+                params["target"] = json!(t);
+            }
+            block_on(
+                printer,
+                simple(printer, select.parent, "message", params, snapshot_reply),
+            )
+        }
         Command::Inbox { select } => block_on(
             printer,
             simple(printer, select.parent, "inbox", json!({}), snapshot_reply),
