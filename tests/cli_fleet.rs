@@ -234,6 +234,7 @@ fn fleet_commands_against_a_live_coordinator() {
 /// `--json`. (Classes only a child can meet — depth, spawn grants, nested capacity, writer
 /// under writer — are covered against the core in tests/rules.)
 #[test]
+#[allow(clippy::too_many_lines, reason = "one table of cases")]
 fn every_root_refusal_class_exits_1_with_its_code_and_rule() {
     let slow = serde_json::json!({"steps": [{"think": 60000}, {"request": {
         "ms": 10, "text": "late", "inputTokens": 1, "outputTokens": 1}}]});
