@@ -2,6 +2,7 @@
 
 mod commands;
 mod demo;
+mod demo_live;
 mod embedded;
 mod fleet;
 pub mod printer;
@@ -50,6 +51,10 @@ pub enum Command {
         /// Seed for identities; the same seed gives the same run.
         #[arg(long, default_value_t = 7)]
         seed: u64,
+        /// Run the live demo in real time on this directory's control socket with nothing
+        /// attached, until Ctrl+C (attach with `slate hub`, query with `slate status`).
+        #[arg(long)]
+        serve: bool,
     },
     /// Show the resolved subagent profiles and tool policy for this directory
     /// (bundled → operator → trusted project).
@@ -248,7 +253,8 @@ pub struct Select {
 pub fn run(cli: Cli) -> ExitCode {
     let printer = Printer::new(cli.json);
     match cli.command {
-        Command::Demo { seed } => demo::run(&printer, seed),
+        Command::Demo { serve: true, .. } => demo_live::serve(&printer),
+        Command::Demo { seed, .. } => demo::run(&printer, seed),
         Command::Completions { shell } => {
             let mut command = <Cli as clap::CommandFactory>::command();
             let mut out = Vec::new();

@@ -8,6 +8,8 @@
 
 use std::collections::HashMap;
 
+pub mod live;
+
 use crate::core::{
     ChildRef, ChildSnapshot, CoordinationAction, Effect, Input, LimitOverrides, Millis, Party,
     Renewal, Reply, Role, Status, TaskSpec, WorkerStart,

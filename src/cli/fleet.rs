@@ -211,10 +211,35 @@ pub fn fleet_table(fleet: &FleetSummary<'_>) -> String {
         count(Status::Paused),
     );
     let now = crate::runtime::now_ms();
-    for c in &fleet.children {
+    for c in tree_order(&fleet.children) {
         row_line(&mut out, c, now);
         let presence = presence.get(&c.id).map_or("", |p| p.as_str());
         let _ = writeln!(out, "  [{presence}]");
+    }
+    out
+}
+
+/// Rows in tree order: each child right under its parent, siblings in admission order.
+/// Rows whose parent is not listed (depth 1, or a parent outside the selection) are roots.
+fn tree_order<'r, 'a>(rows: &'r [SummaryRow<'a>]) -> Vec<&'r SummaryRow<'a>> {
+    let listed: std::collections::HashSet<uuid::Uuid> = rows.iter().map(|r| r.id).collect();
+    let mut children: std::collections::HashMap<uuid::Uuid, Vec<&SummaryRow<'a>>> =
+        std::collections::HashMap::new();
+    let mut roots = Vec::new();
+    for r in rows {
+        if listed.contains(&r.parent_id) && r.parent_id != r.id {
+            children.entry(r.parent_id).or_default().push(r);
+        } else {
+            roots.push(r);
+        }
+    }
+    let mut out = Vec::with_capacity(rows.len());
+    let mut stack: Vec<&SummaryRow<'a>> = roots.into_iter().rev().collect();
+    while let Some(r) = stack.pop() {
+        out.push(r);
+        if let Some(kids) = children.remove(&r.id) {
+            stack.extend(kids.into_iter().rev());
+        }
     }
     out
 }

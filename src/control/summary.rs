@@ -34,6 +34,8 @@ pub struct FleetSummary<'a> {
 pub struct SummaryRow<'a> {
     pub id: Uuid,
     pub generation: u32,
+    /// The real parent: the root's id at depth 1.
+    pub parent_id: Uuid,
     pub depth: u32,
     pub profile: Role,
     pub status: Status,
@@ -70,6 +72,7 @@ impl<'a> SummaryRow<'a> {
         Self {
             id: s.id,
             generation: s.generation,
+            parent_id: s.parent_id,
             depth: s.depth,
             profile: s.profile,
             status: s.status,

@@ -61,11 +61,18 @@ impl ScriptBook {
 pub struct SimBackend {
     pub book: ScriptBook,
     pub scale: f64,
+    /// Scripted milliseconds a worker spends in `setup` before it is ready (pi's own start
+    /// takes about 700 ms).
+    pub setup_ms: u64,
 }
 
 impl SimBackend {
     pub fn new(book: ScriptBook) -> Self {
-        Self { book, scale: 1.0 }
+        Self {
+            book,
+            scale: 1.0,
+            setup_ms: 40,
+        }
     }
 }
 
@@ -88,6 +95,7 @@ impl WorkerBackend for SimBackend {
             log: Transcript::new(path, start.child, start.spec.cwd.clone()),
             prompts: start.prompts.clone(),
             call: None,
+            setup_ms: self.setup_ms,
         };
         tokio::spawn(worker.run(script));
         tx
@@ -109,6 +117,7 @@ struct SimWorker {
     prompts: Vec<String>,
     /// The tool call in flight (its call id), between its start and its result.
     call: Option<String>,
+    setup_ms: u64,
 }
 
 enum Interrupt {
@@ -159,7 +168,7 @@ impl SimWorker {
             });
             return;
         }
-        if let Some(interrupt) = self.pause(40).await {
+        if let Some(interrupt) = self.pause(self.setup_ms).await {
             return self.finish(interrupt, false).await;
         }
         self.emit(WorkerEvent::Ready {
