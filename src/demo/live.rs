@@ -86,6 +86,7 @@ fn watcher() -> Vec<Step> {
 }
 
 /// Every worker's script, chosen by the start of its assignment.
+#[allow(clippy::too_many_lines, reason = "one table of scripts")]
 pub fn book() -> ScriptBook {
     let scripts = vec![
         entry(
@@ -359,6 +360,7 @@ const PLAN: [(u64, Action); 7] = [
 /// Drives the scenario against `rt`, reporting each step to `note` (the Hub shows these on
 /// its status line; `slate demo --script` prints them). Refusals are reported, not fatal:
 /// the fleet is real and the user may have stopped a target first.
+#[allow(clippy::too_many_lines, reason = "one arm per scripted action")]
 pub async fn drive(
     rt: RuntimeHandle,
     cwd: String,
