@@ -2,5 +2,7 @@
 //! profiles overlay. They consume the registry through the control socket (or an embedded
 //! coordinator) and never hold a second source of truth.
 
+pub mod fleet;
+pub mod profiles;
 pub mod terminal;
 pub mod theme;
