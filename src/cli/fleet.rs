@@ -79,7 +79,7 @@ pub async fn call(
         .map_err(|e| report(printer, &e))
 }
 
-fn report(printer: &Printer, error: &ClientError) -> ExitCode {
+pub(crate) fn report(printer: &Printer, error: &ClientError) -> ExitCode {
     let Some(remote) = error.remote() else {
         printer.error(&SafeText::line(&error.to_string()).into_string());
         return if error.is_unreachable() {

@@ -304,3 +304,34 @@ impl Widget for &FleetView<'_> {
         }
     }
 }
+
+/// One frame of the inline widget: every newly finished generation is printed once above
+/// the viewport (where it scrolls away into the normal scrollback), then the widget is
+/// drawn once at render time `now`.
+pub fn draw<B: ratatui::backend::Backend>(
+    terminal: &mut ratatui::Terminal<B>,
+    fleet: &mut Fleet,
+    now: Millis,
+) -> std::io::Result<()> {
+    let finished = fleet.take_finished();
+    if !finished.is_empty() {
+        let width = usize::from(terminal.size()?.width);
+        let lines: Vec<Line<'static>> = finished.iter().map(|s| finished_line(s, width)).collect();
+        let height = u16::try_from(lines.len()).unwrap_or(u16::MAX);
+        terminal.insert_before(height, |buf| {
+            let area = buf.area;
+            for (i, line) in lines.iter().enumerate() {
+                let Ok(dy) = u16::try_from(i) else { break };
+                if dy >= area.height {
+                    break;
+                }
+                line.render(Rect::new(area.x, area.y + dy, area.width, 1), buf);
+            }
+        })?;
+    }
+    terminal.draw(|frame| {
+        let area = frame.area();
+        frame.render_widget(&FleetView::new(fleet, now), area);
+    })?;
+    Ok(())
+}
