@@ -131,7 +131,8 @@ fn rank(status: Status) -> u8 {
 pub struct Layout {
     /// The rows shown, in order (queued entries excluded).
     pub shown: Vec<ChildRef>,
-    /// Queued entries, collapsed into one line.
+    /// Queued entries, collapsed into one line (0 when the line does not fit; the header
+    /// still counts them).
     pub queued: usize,
     /// Rows that did not fit.
     pub overflow: usize,
@@ -207,10 +208,10 @@ impl<'a> FleetView<'a> {
             return Layout::default();
         }
         let (rows, queued) = self.ordered();
-        let mut room = usize::from(height) - 1; // the header
-        if queued > 0 {
-            room = room.saturating_sub(1);
-        }
+        let room = usize::from(height) - 1; // the header
+        // The queue line goes first when space is short: the header still counts the queue,
+        // and live rows are the priority.
+        let queue_line = queued > 0 && rows.len() < room;
         let shown = if rows.len() <= room {
             rows.len()
         } else {
@@ -218,7 +219,7 @@ impl<'a> FleetView<'a> {
         };
         Layout {
             shown: rows.iter().take(shown).map(|s| s.child_ref()).collect(),
-            queued,
+            queued: if queue_line { queued } else { 0 },
             overflow: rows.len() - shown,
         }
     }

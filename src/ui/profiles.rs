@@ -277,21 +277,18 @@ impl Widget for &ProfilesOverlay {
                     .render(outer, buf);
             }
             Content::Profiles(view) => {
-                let (list_area, details_outer) = match shape {
-                    Shape::Wide => {
-                        let list = LIST_WIDTH.min(area.width / 3);
-                        (
-                            Rect::new(area.x, area.y, list, area.height - 1),
-                            Rect::new(area.x + list, area.y, area.width - list, area.height - 1),
-                        )
-                    }
-                    _ => {
-                        let list = self.stacked_list_height();
-                        (
-                            Rect::new(area.x, area.y, area.width, list),
-                            Rect::new(area.x, area.y + list, area.width, area.height - list - 1),
-                        )
-                    }
+                let (list_area, details_outer) = if shape == Shape::Wide {
+                    let list = LIST_WIDTH.min(area.width / 3);
+                    (
+                        Rect::new(area.x, area.y, list, area.height - 1),
+                        Rect::new(area.x + list, area.y, area.width - list, area.height - 1),
+                    )
+                } else {
+                    let list = self.stacked_list_height();
+                    (
+                        Rect::new(area.x, area.y, area.width, list),
+                        Rect::new(area.x, area.y + list, area.width, area.height - list - 1),
+                    )
                 };
                 render_list(self, view, list_area, buf);
                 let name = view

@@ -99,7 +99,13 @@ fn status_text(s: &ChildSnapshot) -> String {
 }
 
 /// The common part of a tree row and a finished record.
-fn body(s: &ChildSnapshot, now: Millis, width: usize, indent: usize) -> Vec<Span<'static>> {
+fn body(
+    s: &ChildSnapshot,
+    now: Millis,
+    width: usize,
+    indent: usize,
+    identity: Option<String>,
+) -> Vec<Span<'static>> {
     let status_style = theme::status(s.status);
     let mut spans = vec![
         Span::raw(" ".repeat(indent)),
@@ -113,11 +119,15 @@ fn body(s: &ChildSnapshot, now: Millis, width: usize, indent: usize) -> Vec<Span
     spans.push(Span::raw("  "));
     spans.push(Span::styled(status_text(s), status_style));
     spans.push(Span::raw(format!(" {}", elapsed(s, now))));
+    // The lease matters more than the usage: it goes first so narrow lines keep it.
+    if s.writer_lease {
+        spans.push(Span::styled(" ✎ writer", theme::warning()));
+    }
     for stat in stats(&s.telemetry, s.tool_calls) {
         spans.push(Span::styled(format!(" · {stat}"), theme::dim()));
     }
-    if s.writer_lease {
-        spans.push(Span::styled(" ✎ writer", theme::warning()));
+    if let Some(identity) = identity {
+        spans.push(Span::styled(format!("  {identity}"), theme::dim()));
     }
     if let Some(latest) = latest(s) {
         spans.push(Span::styled(format!("  — {latest}"), theme::dim()));
@@ -128,16 +138,17 @@ fn body(s: &ChildSnapshot, now: Millis, width: usize, indent: usize) -> Vec<Span
 /// One tree row, indented by real depth (depth 1 is flush left).
 pub fn tree_row(s: &ChildSnapshot, now: Millis, width: usize) -> Line<'static> {
     let indent = 2 * usize::try_from(s.depth.saturating_sub(1)).unwrap_or(0);
-    fit_spans(body(s, now, width, indent), width)
+    fit_spans(body(s, now, width, indent, None), width)
 }
 
 /// The record line printed above the viewport when a generation finishes: no indentation
-/// (the scrollback is in finishing order, not tree order), the exact identity at the end.
+/// (the scrollback is in finishing order, not tree order), with the exact identity.
 pub fn finished_line(s: &ChildSnapshot, width: usize) -> Line<'static> {
     let now = s.ended_at.unwrap_or(s.created_at);
-    let mut spans = body(s, now, width, 0);
-    spans.push(Span::styled(format!("  {}", s.child_ref()), theme::dim()));
-    fit_spans(spans, width)
+    fit_spans(
+        body(s, now, width, 0, Some(s.child_ref().to_string())),
+        width,
+    )
 }
 
 /// `Subagents · 2 running · 1 queued · …`: current counts by actual status.

@@ -21,7 +21,7 @@ fn list(items: impl IntoIterator<Item = String>) -> String {
     }
 }
 
-fn field(out: &mut Logical, name: &str, value: String) {
+fn field(out: &mut Logical, name: &str, value: &str) {
     out.push((format!("{name:<14}{value}"), Style::default()));
 }
 
@@ -44,13 +44,13 @@ pub fn profile(p: &Profile, view: &ProfilesView) -> Logical {
     field(
         &mut out,
         "builtin tools",
-        list(p.tools.iter().map(ToString::to_string)),
+        &list(p.tools.iter().map(ToString::to_string)),
     );
-    field(&mut out, "worker offers", list(offered));
+    field(&mut out, "worker offers", &list(offered));
     field(
         &mut out,
         "leaf tools",
-        list(p.leaf_tools.iter().map(|t| safe(t))),
+        &list(p.leaf_tools.iter().map(|t| safe(t))),
     );
     heading(&mut out, "Skills");
     if p.skills.is_empty() {
@@ -63,12 +63,12 @@ pub fn profile(p: &Profile, view: &ProfilesView) -> Logical {
     field(
         &mut out,
         "spawn",
-        list(p.spawn.iter().map(|r| r.as_str().to_owned())),
+        &list(p.spawn.iter().map(|r| r.as_str().to_owned())),
     );
     field(
         &mut out,
         "coordination",
-        list(p.coordination.iter().map(|a| a.as_str().to_owned())),
+        &list(p.coordination.iter().map(|a| a.as_str().to_owned())),
     );
     heading(&mut out, "Model policy");
     out.push((
@@ -84,7 +84,7 @@ pub fn profile(p: &Profile, view: &ProfilesView) -> Logical {
     field(
         &mut out,
         "limits",
-        format!(
+        &format!(
             "deadlineMs {} · requests {} · tools {} · depth {} · spawns {}",
             s.deadline_ms, s.requests, s.tools, s.depth, s.spawns
         ),
@@ -92,7 +92,7 @@ pub fn profile(p: &Profile, view: &ProfilesView) -> Logical {
     field(
         &mut out,
         "capacity",
-        format!(
+        &format!(
             "concurrency {} · queue {} · batch {}",
             s.concurrency, s.queue, s.batch
         ),
