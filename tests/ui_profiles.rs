@@ -213,7 +213,7 @@ fn details_show_prompt_description_ceilings_skills_grants_and_model_policy() {
     );
     for want in [
         "builtin tools",
-        "leaf tools",
+        "reviewed leaf",
         "lint_report",
         "/home/u/skills/review-checklist.md",
         "spawn",

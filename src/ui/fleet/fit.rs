@@ -45,8 +45,9 @@ pub fn line_width(line: &Line<'_>) -> usize {
     line.spans.iter().map(|s| width(&s.content)).sum()
 }
 
-/// Hard-wraps one line of (already safe) text into pieces of at most `max` columns, at
-/// grapheme boundaries. An empty line stays one empty piece.
+/// Wraps one line of (already safe) text into pieces of at most `max` columns: at the last
+/// space when there is one, otherwise at a grapheme boundary. An empty line stays one empty
+/// piece; a grapheme wider than the whole area becomes `…`.
 pub fn wrap(text: &str, max: usize) -> Vec<String> {
     let max = max.max(1);
     let mut out = Vec::new();
@@ -54,14 +55,33 @@ pub fn wrap(text: &str, max: usize) -> Vec<String> {
     let mut used = 0;
     for g in text.graphemes(true) {
         let w = width(g);
-        if used + w > max && !current.is_empty() {
-            out.push(std::mem::take(&mut current));
-            used = 0;
-        }
         if w > max {
-            // A wide grapheme in a one-column area cannot be shown: mark it.
+            if !current.is_empty() {
+                out.push(std::mem::take(&mut current));
+                used = 0;
+            }
             out.push("…".to_owned());
             continue;
+        }
+        if used + w > max {
+            if g == " " {
+                // The break falls on a space: it is dropped.
+                out.push(std::mem::take(&mut current));
+                used = 0;
+                continue;
+            }
+            match current.rfind(' ') {
+                Some(at) if at > 0 => {
+                    let rest = current[at + 1..].to_owned();
+                    current.truncate(at);
+                    out.push(std::mem::replace(&mut current, rest));
+                    used = width(&current);
+                }
+                _ => {
+                    out.push(std::mem::take(&mut current));
+                    used = 0;
+                }
+            }
         }
         current.push_str(g);
         used += w;
@@ -70,4 +90,36 @@ pub fn wrap(text: &str, max: usize) -> Vec<String> {
         out.push(current);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{fit_spans, line_width, wrap};
+    use crate::text::width;
+    use ratatui::text::Span;
+
+    #[test]
+    fn wrapping_breaks_at_spaces_and_never_exceeds_the_width() {
+        assert_eq!(wrap("the quick brown fox", 10), ["the quick", "brown fox"]);
+        assert_eq!(wrap("abcdefghij", 4), ["abcd", "efgh", "ij"]);
+        assert_eq!(wrap("", 5), [""]);
+        assert_eq!(wrap("日本語", 1), ["…", "…", "…"]);
+        for max in [1, 2, 3, 7, 40] {
+            for piece in wrap(
+                "日本語 mixed text, with   spaces and longwordsthatneverend",
+                max,
+            ) {
+                assert!(width(&piece) <= max, "{piece:?} > {max}");
+            }
+        }
+    }
+
+    #[test]
+    fn fitting_spans_marks_the_cut() {
+        let line = fit_spans(vec![Span::raw("abc"), Span::raw("def")], 4);
+        assert_eq!(line_width(&line), 4);
+        assert_eq!(line.to_string(), "abc…");
+        assert_eq!(fit_spans(vec![Span::raw("日本")], 3).to_string(), "日…");
+        assert_eq!(line_width(&fit_spans(vec![Span::raw("abc")], 0)), 0);
+    }
 }

@@ -49,7 +49,7 @@ pub fn profile(p: &Profile, view: &ProfilesView) -> Logical {
     field(&mut out, "worker offers", &list(offered));
     field(
         &mut out,
-        "leaf tools",
+        "reviewed leaf",
         &list(p.leaf_tools.iter().map(|t| safe(t))),
     );
     heading(&mut out, "Skills");
