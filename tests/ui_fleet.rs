@@ -514,3 +514,15 @@ fn statuses_render_their_actual_names() {
         assert!(out.contains(status.as_str()), "{out}");
     }
 }
+
+#[test]
+fn watch_without_a_terminal_exits_2_and_points_to_status() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_slate"))
+        .arg("watch")
+        .output()
+        .expect("slate runs");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("slate status"), "{stderr}");
+    assert!(out.stdout.is_empty());
+}

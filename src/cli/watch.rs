@@ -97,6 +97,17 @@ pub struct Widget {
     rows: u16,
 }
 
+impl Drop for Widget {
+    fn drop(&mut self) {
+        // The guard leaves the last frame in the scrollback and moves one line down; start
+        // that line at the viewport's last row, column 0, so the shell prompt (or the printed
+        // outcome) begins on a fresh line under the widget.
+        let terminal = self.guard.terminal();
+        let area = terminal.get_frame().area();
+        let _ = terminal.set_cursor_position((0, area.bottom().saturating_sub(1)));
+    }
+}
+
 enum Input {
     Key(Event),
     Note(Option<Notification>),

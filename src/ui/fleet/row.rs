@@ -52,8 +52,10 @@ pub fn stats(t: &Telemetry, tool_calls: u32) -> Vec<String> {
     if let Some(r) = t.requests {
         out.push(format!("{r} req"));
     }
-    if tool_calls > 0 {
-        out.push(format!("{tool_calls} tools"));
+    match tool_calls {
+        0 => {}
+        1 => out.push("1 tool".to_owned()),
+        n => out.push(format!("{n} tools")),
     }
     if let Some(tokens) = t.tokens {
         out.push(format!("{} tok", compact(tokens.total)));
@@ -119,15 +121,16 @@ fn body(
     spans.push(Span::raw("  "));
     spans.push(Span::styled(status_text(s), status_style));
     spans.push(Span::raw(format!(" {}", elapsed(s, now))));
-    // The lease matters more than the usage: it goes first so narrow lines keep it.
+    // The lease and the identity matter more than the usage: they go first so narrower
+    // lines keep them.
     if s.writer_lease {
         spans.push(Span::styled(" ✎ writer", theme::warning()));
     }
-    for stat in stats(&s.telemetry, s.tool_calls) {
-        spans.push(Span::styled(format!(" · {stat}"), theme::dim()));
-    }
     if let Some(identity) = identity {
         spans.push(Span::styled(format!("  {identity}"), theme::dim()));
+    }
+    for stat in stats(&s.telemetry, s.tool_calls) {
+        spans.push(Span::styled(format!(" · {stat}"), theme::dim()));
     }
     if let Some(latest) = latest(s) {
         spans.push(Span::styled(format!("  — {latest}"), theme::dim()));
