@@ -317,3 +317,63 @@ fn spawn_key_reader(
             }
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Applied, Quit, apply, quits};
+    use crate::control::Notification;
+    use crate::ui::fleet::Fleet;
+    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use serde_json::json;
+
+    fn key(code: KeyCode, modifiers: KeyModifiers) -> KeyEvent {
+        KeyEvent::new(code, modifiers)
+    }
+
+    #[test]
+    fn watch_leaves_on_q_esc_and_ctrl_c_and_delegate_only_on_ctrl_c() {
+        let ctrl_c = key(KeyCode::Char('c'), KeyModifiers::CONTROL);
+        let q = key(KeyCode::Char('q'), KeyModifiers::NONE);
+        let esc = key(KeyCode::Esc, KeyModifiers::NONE);
+        let c = key(KeyCode::Char('c'), KeyModifiers::NONE);
+        assert!(quits(ctrl_c, Quit::Any) && quits(q, Quit::Any) && quits(esc, Quit::Any));
+        assert!(!quits(c, Quit::Any));
+        assert!(quits(ctrl_c, Quit::Interrupt));
+        assert!(!quits(q, Quit::Interrupt) && !quits(esc, Quit::Interrupt));
+    }
+
+    #[test]
+    fn notifications_update_the_fleet_or_ask_for_a_full_read() {
+        let mut fleet = Fleet::new();
+        assert_eq!(
+            apply(&mut fleet, &Notification::lagged(3)),
+            Applied::Refresh
+        );
+        let outcome = Notification::event(json!({"kind": "outcome", "outcome": {}}));
+        assert_eq!(apply(&mut fleet, &outcome), Applied::Ignored);
+        let shutdown = Notification::event(json!({"kind": "shutdownComplete"}));
+        assert_eq!(apply(&mut fleet, &shutdown), Applied::Shutdown);
+        let unreadable = Notification::event(
+            json!({"kind": "registry", "event": {"type": "changed", "child": {"id": 1}}}),
+        );
+        assert_eq!(apply(&mut fleet, &unreadable), Applied::Refresh);
+        assert!(fleet.is_empty());
+        let child = json!({
+            "id": "10000000-0000-4000-8000-000000000001", "generation": 1,
+            "parentId": "10000000-0000-4000-8000-000000000fff", "depth": 1,
+            "status": "running", "profile": "scout", "cwd": "/w", "assignment": "a",
+            "activity": null, "progress": null, "result": null, "model": null, "effort": null,
+            "telemetry": {"requests": null, "tokens": null, "cost": null, "context": null},
+            "limits": {"deadlineMs": 1, "requests": 1, "tools": 1, "depth": 1, "spawns": 0},
+            "toolCalls": 0, "spawns": 0, "writerLease": false, "disposed": false,
+            "createdAt": 1, "endedAt": null, "tools": [], "leafTools": [], "skills": [],
+            "capabilityDenials": [], "retainedContext": false,
+            "window": {"number": 1, "startedAt": 1, "deadlineAt": 2},
+        });
+        let changed = Notification::event(
+            json!({"kind": "registry", "event": {"type": "changed", "child": child}}),
+        );
+        assert_eq!(apply(&mut fleet, &changed), Applied::Changed);
+        assert_eq!(fleet.len(), 1);
+    }
+}
