@@ -44,9 +44,9 @@ pub fn run(printer: &Printer, parent: Option<String>) -> ExitCode {
         };
         let mut widget = match Widget::attach(&client).await {
             Ok(w) => w,
-            Err(message) => {
+            Err((code, message)) => {
                 printer.error(&message);
-                return ExitCode::NoCoordinator;
+                return code;
             }
         };
         match widget
@@ -117,18 +117,21 @@ enum Input {
 impl Widget {
     /// Subscribes first (so no change between the read and the first event is missed),
     /// reads the fleet, then takes the terminal with an inline viewport.
-    pub async fn attach(client: &Client) -> Result<Self, String> {
+    /// On failure: the exit code (3 when the coordinator went away, 2 for the terminal)
+    /// and the message.
+    pub async fn attach(client: &Client) -> Result<Self, (ExitCode, String)> {
+        let unreachable = |message: String| (ExitCode::NoCoordinator, message);
         let events = client
             .subscribe()
             .await
-            .map_err(|e| SafeText::line(&e.to_string()).into_string())?;
+            .map_err(|e| unreachable(SafeText::line(&e.to_string()).into_string()))?;
         let mut fleet = Fleet::new();
-        fleet.replace(read_fleet(client).await?);
+        fleet.replace(read_fleet(client).await.map_err(unreachable)?);
         fleet.baseline();
         let height = ratatui::crossterm::terminal::size().map_or(24, |(_, h)| h);
         let rows = (height / 2).clamp(1, MAX_ROWS);
         let guard = TerminalGuard::enter(Mode::Inline(rows))
-            .map_err(|e| format!("cannot take the terminal: {e}"))?;
+            .map_err(|e| (ExitCode::Usage, format!("cannot take the terminal: {e}")))?;
         Ok(Self {
             events,
             fleet,
