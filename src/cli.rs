@@ -10,6 +10,7 @@ mod profiles;
 mod run;
 mod serve;
 mod status;
+mod watch;
 
 use std::path::PathBuf;
 
@@ -120,6 +121,12 @@ pub enum Command {
     /// or one generation: `UUID@GEN` or `UUID GEN`.
     Status {
         target: Vec<String>,
+        #[command(flatten)]
+        select: Select,
+    },
+    /// Follow the fleet live in an inline widget under the prompt (needs a terminal;
+    /// `slate status` is the one-shot table). q, Esc or Ctrl+C leaves.
+    Watch {
         #[command(flatten)]
         select: Select,
     },
@@ -318,6 +325,7 @@ pub fn run(cli: Cli) -> ExitCode {
             },
         ),
         Command::Status { target, select } => status::run(&printer, &target, select.parent),
+        Command::Watch { select } => watch::run(&printer, select.parent),
         other => commands::run(&printer, other),
     }
 }

@@ -13,4 +13,5 @@ pub mod runtime;
 pub mod sim;
 pub mod store;
 pub mod text;
+pub mod ui;
 pub mod worker;

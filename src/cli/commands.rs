@@ -1,10 +1,12 @@
 //! The fleet commands that map one-to-one onto control methods.
 
+use std::io::IsTerminal as _;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::cli::fleet::{block_on, read_json, simple, snapshot_line, target, wait_all};
+use crate::cli::watch::{End, Quit, Widget};
 use crate::cli::{Command, ExitCode, Printer};
 use crate::text::SafeText;
 
@@ -278,7 +280,8 @@ pub fn run(printer: &Printer, command: Command) -> ExitCode {
         | Command::Profiles { .. }
         | Command::Run { .. }
         | Command::Serve { .. }
-        | Command::Status { .. } => {
+        | Command::Status { .. }
+        | Command::Watch { .. } => {
             usage("internal: command routed to the wrong handler".to_owned())
         }
     }
@@ -295,7 +298,15 @@ async fn delegate(
         Err(code) => return code,
     };
     let params = json!({"request": request, "background": background});
-    let result = match crate::cli::fleet::call(printer, &client, "delegate", params).await {
+    // In a terminal the fleet widget shows the window draining; the printed outcome after
+    // it is the same as without a terminal.
+    let widget = !background && !printer.json() && std::io::stdout().is_terminal();
+    let result = if widget {
+        delegate_with_widget(printer, &client, params).await
+    } else {
+        crate::cli::fleet::call(printer, &client, "delegate", params).await
+    };
+    let result = match result {
         Ok(v) => v,
         Err(code) => return code,
     };
@@ -325,5 +336,41 @@ async fn delegate(
         ExitCode::Ok
     } else {
         ExitCode::Refused
+    }
+}
+
+/// The foreground call with the fleet widget drawn until it returns. Without a usable
+/// terminal or subscription the call simply runs without the widget. Ctrl+C detaches:
+/// the admitted work stays with the coordinator.
+async fn delegate_with_widget(
+    printer: &Printer,
+    client: &crate::control::Client,
+    params: Value,
+) -> Result<Value, ExitCode> {
+    let Ok(mut widget) = Widget::attach(client).await else {
+        return crate::cli::fleet::call(printer, client, "delegate", params).await;
+    };
+    let end = widget
+        .run_until(client, client.call("delegate", params), Quit::Interrupt)
+        .await;
+    // Restore the terminal before anything is printed.
+    drop(widget);
+    match end {
+        End::Done(result) => result.map_err(|e| crate::cli::fleet::report(printer, &e)),
+        End::Quit => {
+            printer.error(
+                "detached from the widget; the admitted work stays with the coordinator \
+                 (follow it with `slate watch`, `slate status` or `slate wait --all`)",
+            );
+            Err(ExitCode::Refused)
+        }
+        End::Closed => {
+            printer.error("the coordinator went away before the outcome arrived");
+            Err(ExitCode::NoCoordinator)
+        }
+        End::Failed(message) => {
+            printer.error(&message);
+            Err(ExitCode::Usage)
+        }
     }
 }

@@ -7,6 +7,7 @@ use crate::config::{ProfilesView, load};
 use crate::policy::Problem;
 use crate::policy::profiles::{Layer, SourceStatus};
 use crate::text::SafeText;
+use crate::ui::profiles::Content;
 
 pub fn run(printer: &Printer, approve: Option<bool>, prompts: bool, text: bool) -> ExitCode {
     let cwd = match std::env::current_dir() {
@@ -16,7 +17,12 @@ pub fn run(printer: &Printer, approve: Option<bool>, prompts: bool, text: bool) 
             return ExitCode::Usage;
         }
     };
-    match load(&cwd, approve) {
+    let loaded = load(&cwd, approve);
+    // In a terminal (no --json, no --text) the read-only overlay shows the same answer.
+    if !printer.json() && !text && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        return overlay(printer, loaded);
+    }
+    match loaded {
         Ok(loaded) => {
             let view = ProfilesView::new(loaded);
             // Without a terminal (a pipe, a script) the structured answer is the useful one.
@@ -29,6 +35,25 @@ pub fn run(printer: &Printer, approve: Option<bool>, prompts: bool, text: bool) 
         }
         Err(problems) => {
             report_problems(printer, "the delegation policy is invalid", &problems);
+            ExitCode::Usage
+        }
+    }
+}
+
+/// The profiles overlay; an invalid configuration shows every problem and exits 2 after
+/// it is closed, like the text and JSON answers.
+fn overlay(printer: &Printer, loaded: Result<crate::config::Loaded, Vec<Problem>>) -> ExitCode {
+    let (content, code) = match loaded {
+        Ok(loaded) => (
+            Content::Profiles(Box::new(ProfilesView::new(loaded))),
+            ExitCode::Ok,
+        ),
+        Err(problems) => (Content::Invalid(problems), ExitCode::Usage),
+    };
+    match crate::ui::profiles::run(content) {
+        Ok(()) => code,
+        Err(e) => {
+            printer.error(&format!("the profiles overlay failed: {e}"));
             ExitCode::Usage
         }
     }
