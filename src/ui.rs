@@ -2,5 +2,6 @@
 //! profiles overlay. They consume the registry through the control socket (or an embedded
 //! coordinator) and never hold a second source of truth.
 
+pub mod hub;
 pub mod terminal;
 pub mod theme;
