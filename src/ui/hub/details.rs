@@ -227,7 +227,10 @@ pub fn lines(entry: &Entry, cx: &Context) -> Vec<Line> {
         }
         if let Some(v) = &o.value {
             text.push('\n');
-            text.push_str(&serde_json::to_string_pretty(v).unwrap_or_default());
+            text.push_str(
+                &serde_json::to_string_pretty(&super::transcript::clean_json(v))
+                    .unwrap_or_default(),
+            );
         }
         block(&mut out, "structured outcome", &text);
     }

@@ -555,7 +555,7 @@ impl Hub {
         self.prepare();
         if let Some(r) = self.selected
             && self.transcript.stale
-            && self.transcript.in_flight.is_none()
+            && self.transcript.in_flight != Some(r)
         {
             self.transcript.stale = false;
             self.transcript.in_flight = Some(r);
@@ -1033,13 +1033,17 @@ impl Hub {
     /// True when the pinned prompt (with its full identity) fits the footer; otherwise the
     /// view shows the resize/Escape placeholder and the prompt takes no action keys.
     pub fn prompt_fits(&self) -> bool {
+        match &self.mode {
+            Mode::Prompt(prompt) => self.fits(prompt),
+            _ => self.areas().kind != Kind::Tiny,
+        }
+    }
+
+    fn fits(&self, prompt: &Prompt) -> bool {
         let areas = self.areas();
         if areas.kind == Kind::Tiny {
             return false;
         }
-        let Mode::Prompt(prompt) = &self.mode else {
-            return true;
-        };
         let needed = match prompt {
             Prompt::Bulk { .. } => 30,
             Prompt::Steer { .. } | Prompt::Message { .. } | Prompt::Stop { .. } => {
@@ -1053,7 +1057,7 @@ impl Hub {
         if key.code == KeyCode::Esc {
             return;
         }
-        if !self.prompt_fits() {
+        if !self.fits(&prompt) {
             // Not actionable while the identity cannot be shown.
             self.mode = Mode::Prompt(prompt);
             return;

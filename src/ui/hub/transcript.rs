@@ -111,7 +111,7 @@ fn push_value(out: &mut Vec<Line>, key: &str, value: &Value) {
             }
         }
         other => {
-            let pretty = serde_json::to_string_pretty(other).unwrap_or_default();
+            let pretty = serde_json::to_string_pretty(&clean_json(other)).unwrap_or_default();
             let (shown, cut) = capped(&pretty);
             for (i, line) in SafeText::lines(shown).as_str().split('\n').enumerate() {
                 let text = if i == 0 {
@@ -128,6 +128,21 @@ fn push_value(out: &mut Vec<Line>, key: &str, value: &Value) {
                 ));
             }
         }
+    }
+}
+
+/// A copy of `value` whose keys and strings are cleaned, so that escaped control
+/// sequences cannot show up as text either.
+pub(super) fn clean_json(value: &Value) -> Value {
+    match value {
+        Value::String(s) => Value::String(SafeText::lines(s).into_string()),
+        Value::Array(items) => Value::Array(items.iter().map(clean_json).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (SafeText::line(k).into_string(), clean_json(v)))
+                .collect(),
+        ),
+        other => other.clone(),
     }
 }
 
@@ -204,7 +219,7 @@ pub fn documents(messages: &[Value]) -> Documents {
                             let name = str_of(&block, "name");
                             let args = block
                                 .get("arguments")
-                                .map(Value::to_string)
+                                .map(|a| clean_json(a).to_string())
                                 .unwrap_or_default();
                             thread.push(Line::new(RowKind::Tool, &format!("→ {name} {args}")));
                             tools.push(Line::new(
