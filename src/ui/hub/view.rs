@@ -90,10 +90,8 @@ pub fn prompt_head(hub: &Hub, prompt: &Prompt) -> String {
                 .get(*target)
                 .map_or("unknown", |e| e.snapshot.status.as_str());
             match hub.stop_refusal(*target) {
-                None => {
-                    format!("stop {target} ({status}) and its subtree? y confirm · n/Esc cancel")
-                }
-                Some(_) => format!("stop {target}: now {status}, y will refuse · Esc cancel"),
+                None => format!("stop {target} ({status}) + subtree? y/Esc"),
+                Some(_) => format!("stop {target}: now {status}, y will refuse"),
             }
         }
         Prompt::Bulk {
@@ -280,7 +278,7 @@ fn roster_rows(hub: &Hub, area: Rect, buf: &mut Buffer) {
         }
         row.write(
             buf,
-            &format!("{:<9}", s.status.as_str()),
+            &format!("{:<10}", s.status.as_str()),
             theme::status(s.status),
         );
         if let Some(l) = Liveness::of(e, hub.now, hub.options.stall_after_ms) {
