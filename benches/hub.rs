@@ -97,7 +97,9 @@ fn transcript() -> Vec<Value> {
     (0..TRANSCRIPT_LINES / 100)
         .map(|m| {
             let text: Vec<String> = (0..100)
-                .map(|l| format!("message {m} line {l}: the quick brown fox jumps over the lazy dog"))
+                .map(|l| {
+                    format!("message {m} line {l}: the quick brown fox jumps over the lazy dog")
+                })
                 .collect();
             json!({"role": "assistant", "content": [{"type": "text", "text": text.join("\n")}]})
         })
@@ -119,7 +121,13 @@ fn loaded_hub(snapshots: Vec<ChildSnapshot>, w: u16, h: u16) -> Hub {
 fn bench(c: &mut Criterion) {
     let messages = transcript();
     let mut hub = loaded_hub(
-        fleet(|n| if n % 3 == 0 { Status::Running } else { Status::Settled }),
+        fleet(|n| {
+            if n % 3 == 0 {
+                Status::Running
+            } else {
+                Status::Settled
+            }
+        }),
         200,
         60,
     );
@@ -171,7 +179,16 @@ fn bench(c: &mut Criterion) {
 fn idle_draws() {
     for (name, snapshots) in [
         ("every row terminal", fleet(|_| Status::Settled)),
-        ("active rows visible", fleet(|n| if n % 3 == 0 { Status::Running } else { Status::Settled })),
+        (
+            "active rows visible",
+            fleet(|n| {
+                if n % 3 == 0 {
+                    Status::Running
+                } else {
+                    Status::Settled
+                }
+            }),
+        ),
     ] {
         let mut hub = loaded_hub(snapshots, 200, 60);
         let mut terminal = Terminal::new(TestBackend::new(200, 60)).expect("terminal");
@@ -181,8 +198,8 @@ fn idle_draws() {
         for s in 1..=IDLE_SECONDS {
             if hub.wants_tick() {
                 ticks += 1;
-                let done = step(&mut hub, vec![Msg::Tick(NOW + s * 1000)], &mut terminal)
-                    .expect("step");
+                let done =
+                    step(&mut hub, vec![Msg::Tick(NOW + s * 1000)], &mut terminal).expect("step");
                 draws += u64::from(done.drew);
             }
         }

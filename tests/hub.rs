@@ -84,6 +84,7 @@ fn snap(n: u128, generation: u32, status: Status, assignment: &str) -> ChildSnap
 
 /// A fleet with every kind of row: running with stats, a nested queued child, an identity
 /// with a history generation, idle, draining, cancelled.
+#[allow(clippy::many_single_char_names)]
 fn fleet() -> (Vec<ChildSnapshot>, Vec<AgentPresence>) {
     let mut a = snap(
         1,

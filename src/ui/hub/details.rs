@@ -1,5 +1,7 @@
 //! The details pane: the full snapshot of the selected generation, cleaned.
 
+use std::fmt::Write as _;
+
 use serde_json::Value;
 
 use super::format::{count, duration, elapsed};
@@ -47,6 +49,7 @@ pub struct Context {
     pub stall_after_ms: Millis,
 }
 
+#[allow(clippy::too_many_lines)] // one field after another, in display order
 pub fn lines(entry: &Entry, cx: &Context) -> Vec<Line> {
     let s: &ChildSnapshot = &entry.snapshot;
     let mut out = Vec::new();
@@ -60,7 +63,7 @@ pub fn lines(entry: &Entry, cx: &Context) -> Vec<Line> {
     field(&mut out, "role", s.profile.as_str());
     let mut status = s.status.as_str().to_owned();
     if let Some(l) = Liveness::of(entry, cx.now, cx.stall_after_ms) {
-        status.push_str(&format!(" · {}", l.label()));
+        let _ = write!(status, " · {}", l.label());
     }
     field(&mut out, "status", &status);
     let presence = match (cx.history_of, cx.presence) {
@@ -223,7 +226,7 @@ pub fn lines(entry: &Entry, cx: &Context) -> Vec<Line> {
         )
         .to_lowercase();
         for e in &o.errors {
-            text.push_str(&format!("\nerror: {e}"));
+            let _ = write!(text, "\nerror: {e}");
         }
         if let Some(v) = &o.value {
             text.push('\n');
@@ -242,7 +245,7 @@ pub fn lines(entry: &Entry, cx: &Context) -> Vec<Line> {
             ("error", &a.error),
         ] {
             if let Some(p) = path {
-                text.push_str(&format!("{name}: {p}\n"));
+                let _ = writeln!(text, "{name}: {p}");
             }
         }
         block(&mut out, "artifacts", text.trim_end());

@@ -95,17 +95,16 @@ async fn run_loop<B: Backend>(
     clock.set_missed_tick_behavior(MissedTickBehavior::Skip);
     let mut first = Some(Msg::Tick(now_ms()));
     loop {
-        let msg = match first.take() {
-            Some(m) => m,
-            None => {
-                let ticking = hub.wants_tick();
-                tokio::select! {
-                    m = rx.recv() => match m {
-                        Some(m) => m,
-                        None => return Ok(()),
-                    },
-                    _ = clock.tick(), if ticking => Msg::Tick(now_ms()),
-                }
+        let msg = if let Some(m) = first.take() {
+            m
+        } else {
+            let ticking = hub.wants_tick();
+            tokio::select! {
+                m = rx.recv() => match m {
+                    Some(m) => m,
+                    None => return Ok(()),
+                },
+                _ = clock.tick(), if ticking => Msg::Tick(now_ms()),
             }
         };
         if matches!(msg, Msg::Registry { .. }) {

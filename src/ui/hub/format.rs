@@ -78,7 +78,7 @@ pub fn wrap(text: &str, columns: usize, out: &mut Vec<String>) {
                 if let Some(byte) = last_space.filter(|&b| b > 0) {
                     let rest = row.split_off(byte);
                     out.push(std::mem::take(&mut row).trim_end().to_owned());
-                    row = rest.trim_start().to_owned();
+                    rest.trim_start().clone_into(&mut row);
                     used = width(&row);
                 } else {
                     out.push(std::mem::take(&mut row));

@@ -233,9 +233,10 @@ impl Roster {
         let needle = filter.needle();
         let inverse = filter.inverse();
         let keep = |e: &Entry| needle.is_empty() || (e.haystack.contains(&needle) != inverse);
-        self.rows = match sort {
-            SortKey::Tree => self.tree_order(),
-            _ => {
+        self.rows = if sort == SortKey::Tree {
+            self.tree_order()
+        } else {
+            {
                 let mut refs: Vec<ChildRef> = self.entries.keys().copied().collect();
                 let e = &self.entries;
                 match sort {
@@ -244,7 +245,7 @@ impl Roster {
                         (live_rank(s.status), s.created_at, *r)
                     }),
                     SortKey::Newest => {
-                        refs.sort_by_key(|r| (std::cmp::Reverse(e[r].snapshot.created_at), *r))
+                        refs.sort_by_key(|r| (std::cmp::Reverse(e[r].snapshot.created_at), *r));
                     }
                     SortKey::Cost | SortKey::Tree => refs.sort_by(|a, b| {
                         let ca = e[a].snapshot.telemetry.cost;

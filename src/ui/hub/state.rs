@@ -1,6 +1,8 @@
 //! The Hub's state machine: `update(msg) -> Vec<UiEffect>`, no IO. The shell
 //! (`event_loop.rs`) turns effects into control calls and feeds results back as messages.
 
+use std::fmt::Write as _;
+
 use std::collections::BTreeSet;
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
@@ -286,6 +288,7 @@ struct TranscriptState {
 
 /// The Hub.
 #[derive(Debug)]
+#[allow(clippy::struct_excessive_bools)] // independent flags, not a state enum
 pub struct Hub {
     pub(super) options: HubOptions,
     pub(super) now: Millis,
@@ -816,7 +819,7 @@ impl Hub {
                     match self.park_refusal(target) {
                         None => effects.push(self.dispatch(Action::Park { target })),
                         Some(why) => {
-                            self.set_notice(NoticeKind::Refusal, &format!("refused: {why}"))
+                            self.set_notice(NoticeKind::Refusal, &format!("refused: {why}"));
                         }
                     }
                 }
@@ -1003,7 +1006,7 @@ impl Hub {
                 }
             }
             "filter" => {
-                self.filter.text = rest.to_owned();
+                rest.clone_into(&mut self.filter.text);
                 self.roster.mark_stale();
                 self.prepare();
             }
@@ -1172,7 +1175,7 @@ impl Hub {
         };
         let mut text = format!("{verb}: sent to {} of {}", eligible.len(), targets.len());
         if !refused.is_empty() {
-            text.push_str(&format!("; refused: {}", refused.join("; ")));
+            let _ = write!(text, "; refused: {}", refused.join("; "));
         }
         let kind = if refused.is_empty() {
             NoticeKind::Info
@@ -1228,7 +1231,7 @@ impl Hub {
                 let m = &value["message"];
                 let mut text = format!("{label}: receipt {} is {}", s(&m["id"]), s(&m["status"]));
                 if let Some(e) = m.get("error").and_then(Value::as_str) {
-                    text.push_str(&format!(" ({e})"));
+                    let _ = write!(text, " ({e})");
                 }
                 text.push_str(" — the receipt state, not a model acknowledgement");
                 text

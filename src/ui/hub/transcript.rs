@@ -153,7 +153,7 @@ fn push_arguments(out: &mut Vec<Line>, arguments: Option<&Value>) {
                 push_value(out, k, v);
             }
         }
-        Some(Value::Object(_)) | None | Some(Value::Null) => {
+        Some(Value::Object(_) | Value::Null) | None => {
             out.push(Line::new(RowKind::Dim, "  (no arguments)"));
         }
         Some(other) => push_value(out, "arguments", other),

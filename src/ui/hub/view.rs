@@ -2,6 +2,8 @@
 //! string reaching the buffer is already `SafeText` (or built from registry enums and
 //! numbers) and is fitted to its area by display width.
 
+use std::fmt::Write as _;
+
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
@@ -163,10 +165,10 @@ fn counts_text(hub: &Hub) -> String {
     let c = hub.roster().counts();
     let mut text = format!("{} current", c.current);
     for (status, n) in &c.by_status {
-        text.push_str(&format!(" · {n} {status}"));
+        let _ = write!(text, " · {n} {status}");
     }
     if c.history > 0 {
-        text.push_str(&format!(" · {} older generations", c.history));
+        let _ = write!(text, " · {} older generations", c.history);
     }
     text
 }
@@ -180,15 +182,15 @@ fn header(hub: &Hub, areas: &Areas, buf: &mut Buffer) {
                 let s = &e.snapshot;
                 let mut t = format!("{} · {} · {}", s.child_ref(), s.profile.as_str(), s.status);
                 if let Some(l) = Liveness::of(e, hub.now, hub.options.stall_after_ms) {
-                    t.push_str(&format!(" · {}", l.label()));
+                    let _ = write!(t, " · {}", l.label());
                 }
                 if hub.roster().is_history(s.child_ref()) {
                     t.push_str(" · history");
                 }
-                t.push_str(&format!(" · {}", e.headline));
+                let _ = write!(t, " · {}", e.headline);
                 let st = stats(s);
                 if !st.is_empty() {
-                    t.push_str(&format!(" · {st}"));
+                    let _ = write!(t, " · {st}");
                 }
                 t
             }
@@ -199,17 +201,17 @@ fn header(hub: &Hub, areas: &Areas, buf: &mut Buffer) {
     }
     let mut text = String::from("Slate Hub");
     if !hub.options.title.is_empty() {
-        text.push_str(&format!(" · {}", hub.options.title));
+        let _ = write!(text, " · {}", hub.options.title);
     }
-    text.push_str(&format!(" · {}", counts_text(hub)));
+    let _ = write!(text, " · {}", counts_text(hub));
     if !hub.filter_text().is_empty() {
-        text.push_str(&format!(" · filter /{}", hub.filter_text()));
+        let _ = write!(text, " · filter /{}", hub.filter_text());
     }
     if hub.sort() != SortKey::Tree {
-        text.push_str(&format!(" · sort {}", hub.sort().as_str()));
+        let _ = write!(text, " · sort {}", hub.sort().as_str());
     }
     if !hub.marks().is_empty() {
-        text.push_str(&format!(" · {} marked", hub.marks().len()));
+        let _ = write!(text, " · {} marked", hub.marks().len());
     }
     put(buf, a.x, a.y, a.width, &text, theme::title());
 }
