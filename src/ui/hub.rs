@@ -11,9 +11,11 @@
 //! The Hub is a consumer of the coordinator over the control client; it never decides
 //! anything the registry has not reported.
 
+mod controls;
 mod details;
 pub mod event_loop;
 mod format;
+mod keys;
 pub mod layout;
 pub mod roster;
 mod state;

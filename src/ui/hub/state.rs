@@ -1,11 +1,9 @@
 //! The Hub's state machine: `update(msg) -> Vec<UiEffect>`, no IO. The shell
 //! (`event_loop.rs`) turns effects into control calls and feeds results back as messages.
 
-use std::fmt::Write as _;
-
 use std::collections::BTreeSet;
 
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use ratatui::crossterm::event::{KeyEvent, KeyEventKind};
 use ratatui::layout::Rect;
 use serde_json::{Value, json};
 
@@ -14,8 +12,8 @@ use super::format::wrap;
 use super::layout::{Areas, Kind};
 use super::roster::{Filter, Roster, SortKey};
 use super::transcript::{Documents, Line, RowKind, documents};
-use crate::core::{AgentPresence, ChildRef, ChildSnapshot, Millis, Presence, Status};
-use crate::text::{SafeText, width};
+use crate::core::{AgentPresence, ChildRef, ChildSnapshot, Millis};
+use crate::text::SafeText;
 
 /// The `w` wait bound.
 pub const WAIT_MS: u64 = 1000;
@@ -93,7 +91,7 @@ impl Action {
         }
     }
 
-    fn label(&self) -> String {
+    pub(super) fn label(&self) -> String {
         match self {
             Self::StopMany { targets } => format!("stop {} targets", targets.len()),
             Self::Steer { target, .. }
@@ -177,7 +175,7 @@ impl Pane {
         }
     }
 
-    fn index(self) -> usize {
+    pub(super) fn index(self) -> usize {
         match self {
             Pane::Thread => 0,
             Pane::Details => 1,
@@ -275,7 +273,7 @@ impl Wrapped {
 
 /// The transcript of the selected generation, fetched lazily.
 #[derive(Debug, Default)]
-struct TranscriptState {
+pub(super) struct TranscriptState {
     /// What the shell is fetching now (one at a time).
     in_flight: Option<ChildRef>,
     /// The selection changed, or it changed in the registry, since the last fetch.
@@ -303,18 +301,18 @@ pub struct Hub {
     pub(super) scroll: [Scroll; 3],
     pub(super) mode: Mode,
     pub(super) notice: Option<Notice>,
-    transcript: TranscriptState,
+    pub(super) transcript: TranscriptState,
     pub(super) thread: Wrapped,
     pub(super) tools: Wrapped,
     pub(super) details: Wrapped,
-    details_version: u64,
-    agents_in_flight: bool,
-    agents_stale: bool,
+    pub(super) details_version: u64,
+    pub(super) agents_in_flight: bool,
+    pub(super) agents_stale: bool,
     pub(super) loaded: bool,
-    next_id: u64,
-    pending: Vec<(u64, Action)>,
-    dirty: bool,
-    quit: bool,
+    pub(super) next_id: u64,
+    pub(super) pending: Vec<(u64, Action)>,
+    pub(super) dirty: bool,
+    pub(super) quit: bool,
 }
 
 impl Hub {
@@ -621,7 +619,7 @@ impl Hub {
         self.details.refresh(&lines, columns, self.details_version);
     }
 
-    fn keep_selection_visible(&mut self) {
+    pub(super) fn keep_selection_visible(&mut self) {
         let height = self
             .areas()
             .roster
@@ -642,7 +640,7 @@ impl Hub {
         self.roster_offset = self.roster_offset.min(max);
     }
 
-    fn select(&mut self, r: Option<ChildRef>) {
+    pub(super) fn select(&mut self, r: Option<ChildRef>) {
         if self.selected == r {
             return;
         }
@@ -665,618 +663,11 @@ impl Hub {
         self.dirty = true;
     }
 
-    fn set_notice(&mut self, kind: NoticeKind, text: &str) {
+    pub(super) fn set_notice(&mut self, kind: NoticeKind, text: &str) {
         self.notice = Some(Notice {
             kind,
             text: SafeText::line(text),
         });
         self.dirty = true;
-    }
-
-    // ----- eligibility, checked against the latest snapshot --------------------------
-
-    fn describe(&self, r: ChildRef) -> Result<&ChildSnapshot, String> {
-        let entry = self
-            .roster
-            .get(r)
-            .ok_or_else(|| format!("{r} is not in the registry"))?;
-        if let Some(current) = self
-            .roster
-            .current_generation(r.id)
-            .filter(|&g| g > r.generation)
-        {
-            return Err(format!(
-                "{r} is a historical generation (the current one is {current})"
-            ));
-        }
-        Ok(&entry.snapshot)
-    }
-
-    /// `None` when stop may be sent now: queued, setup, running or paused current targets.
-    pub fn stop_refusal(&self, r: ChildRef) -> Option<String> {
-        let s = match self.describe(r) {
-            Ok(s) => s,
-            Err(e) => return Some(e),
-        };
-        if s.disposed {
-            return Some(format!("{r} is disposed; there is nothing to stop"));
-        }
-        match s.status {
-            Status::Queued | Status::Setup | Status::Running | Status::Paused => None,
-            Status::Pausing | Status::Draining => Some(format!(
-                "{r} is {}; stop is refused until it settles",
-                s.status
-            )),
-            Status::Settled | Status::Failed | Status::Cancelled => {
-                Some(format!("{r} has ended ({})", s.status))
-            }
-        }
-    }
-
-    /// `None` when steer may be sent now: running current targets only.
-    pub fn steer_refusal(&self, r: ChildRef) -> Option<String> {
-        let s = match self.describe(r) {
-            Ok(s) => s,
-            Err(e) => return Some(e),
-        };
-        (s.status != Status::Running || s.disposed)
-            .then(|| format!("steer takes a running generation; {r} is {}", s.status))
-    }
-
-    /// `None` when park may be sent now: the disposed idle current generation.
-    pub fn park_refusal(&self, r: ChildRef) -> Option<String> {
-        let s = match self.describe(r) {
-            Ok(s) => s,
-            Err(e) => return Some(e),
-        };
-        let presence = self.roster.presence(r);
-        if s.disposed && presence == Some(Presence::Idle) {
-            return None;
-        }
-        let what = presence.map_or_else(
-            || format!("{} (presence unknown)", s.status),
-            |p| format!("{} and {p}", s.status),
-        );
-        Some(format!(
-            "park takes a disposed idle identity; {r} is {what}{}",
-            if s.disposed { "" } else { ", not disposed" }
-        ))
-    }
-
-    // ----- keys ------------------------------------------------------------------------
-
-    fn key(&mut self, key: KeyEvent, effects: &mut Vec<UiEffect>) {
-        let mode = std::mem::take(&mut self.mode);
-        match mode {
-            Mode::Browse => self.browse_key(key, effects),
-            Mode::Filter { previous } => self.filter_key(key, previous),
-            Mode::Command { input } => self.command_key(key, input, effects),
-            Mode::Prompt(prompt) => self.prompt_key(key, prompt, effects),
-        }
-    }
-
-    fn browse_key(&mut self, key: KeyEvent, effects: &mut Vec<UiEffect>) {
-        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        if self.areas().kind == Kind::Tiny {
-            // The placeholder offers nothing but closing (and resizing).
-            if matches!(key.code, KeyCode::Esc | KeyCode::Char('q')) {
-                self.quit = true;
-            }
-            return;
-        }
-        if !matches!(key.code, KeyCode::Char('f' | 'r')) {
-            self.notice = None;
-        }
-        match key.code {
-            KeyCode::Esc | KeyCode::Char('q') => self.quit = true,
-            KeyCode::Char('c') if ctrl => self.quit = true,
-            KeyCode::Tab => self.cycle_pane(1),
-            KeyCode::BackTab => self.cycle_pane(2),
-            KeyCode::Up => self.move_selection(-1),
-            KeyCode::Down => self.move_selection(1),
-            KeyCode::Char('u') if ctrl => self.scroll_by(-self.page()),
-            KeyCode::Char('d') if ctrl => self.scroll_by(self.page()),
-            KeyCode::PageUp => self.scroll_by(-self.page()),
-            KeyCode::PageDown => self.scroll_by(self.page()),
-            KeyCode::Char('k') => self.scroll_by(-1),
-            KeyCode::Char('j') => self.scroll_by(1),
-            KeyCode::Home => self.scroll_home(),
-            KeyCode::End => self.scroll_end(),
-            KeyCode::Char('/') => {
-                self.mode = Mode::Filter {
-                    previous: self.filter.text.clone(),
-                };
-            }
-            KeyCode::Char(':') => {
-                self.mode = Mode::Command {
-                    input: String::new(),
-                };
-            }
-            KeyCode::Char(' ') => {
-                if let Some(r) = self.selected
-                    && !self.marks.remove(&r)
-                {
-                    self.marks.insert(r);
-                }
-            }
-            KeyCode::Char('s') => self.open_steer(),
-            KeyCode::Char('m') => {
-                if let Some(target) = self.selected {
-                    self.mode = Mode::Prompt(Prompt::Message {
-                        target,
-                        input: String::new(),
-                    });
-                }
-            }
-            KeyCode::Char('w') => {
-                if let Some(target) = self.selected {
-                    effects.push(self.dispatch(Action::Wait { target }));
-                }
-            }
-            KeyCode::Char('x') => self.open_stop(),
-            KeyCode::Char('p') => {
-                if let Some(target) = self.selected {
-                    match self.park_refusal(target) {
-                        None => effects.push(self.dispatch(Action::Park { target })),
-                        Some(why) => {
-                            self.set_notice(NoticeKind::Refusal, &format!("refused: {why}"));
-                        }
-                    }
-                }
-            }
-            KeyCode::Char(c @ ('f' | 'r')) => {
-                let what = if c == 'f' { "followup" } else { "revive" };
-                self.set_notice(
-                    NoticeKind::Refusal,
-                    &format!(
-                        "{what} is refused here and nothing was sent: the Hub has no tool-execution context, so it cannot safely start a generation. A model-issued delegate_coordinate (or `slate {what} UUID@GEN TEXT`) starts one."
-                    ),
-                );
-            }
-            _ => {}
-        }
-    }
-
-    fn open_steer(&mut self) {
-        let Some(target) = self.selected else { return };
-        match self.steer_refusal(target) {
-            None => {
-                self.mode = Mode::Prompt(Prompt::Steer {
-                    target,
-                    input: String::new(),
-                });
-            }
-            Some(why) => self.set_notice(NoticeKind::Refusal, &format!("refused: {why}")),
-        }
-    }
-
-    fn open_stop(&mut self) {
-        let Some(target) = self.selected else { return };
-        match self.stop_refusal(target) {
-            None => self.mode = Mode::Prompt(Prompt::Stop { target }),
-            Some(why) => self.set_notice(NoticeKind::Refusal, &format!("refused: {why}")),
-        }
-    }
-
-    fn cycle_pane(&mut self, step: usize) {
-        let next = (self.pane.index() + step) % 3;
-        self.pane = Pane::ALL[next];
-        if self.pane != Pane::Thread {
-            // Details and tools open at the top without following.
-            self.scroll[next] = Scroll::default();
-        }
-    }
-
-    fn move_selection(&mut self, delta: isize) {
-        let rows = self.roster.rows();
-        if rows.is_empty() {
-            return;
-        }
-        let index = self
-            .selected
-            .and_then(|r| rows.iter().position(|x| *x == r))
-            .unwrap_or(0);
-        let next = index.saturating_add_signed(delta).min(rows.len() - 1);
-        let r = rows[next];
-        self.select(Some(r));
-        self.keep_selection_visible();
-    }
-
-    fn page(&self) -> isize {
-        isize::try_from(self.areas().pane.height.max(1)).unwrap_or(1)
-    }
-
-    /// The largest offset that still fills the pane.
-    pub(super) fn max_offset(&self, pane: Pane) -> usize {
-        let rows = match pane {
-            Pane::Thread => self.thread.rows.len(),
-            Pane::Details => self.details.rows.len(),
-            Pane::Tools => self.tools.rows.len(),
-        };
-        rows.saturating_sub(usize::from(self.areas().pane.height))
-    }
-
-    /// The first row drawn in `pane`.
-    pub(super) fn offset(&self, pane: Pane) -> usize {
-        let s = self.scroll[pane.index()];
-        let max = self.max_offset(pane);
-        if s.follow { max } else { s.offset.min(max) }
-    }
-
-    fn scroll_by(&mut self, delta: isize) {
-        let pane = self.pane;
-        let max = self.max_offset(pane);
-        let next = self.offset(pane).saturating_add_signed(delta).min(max);
-        let s = &mut self.scroll[pane.index()];
-        s.offset = next;
-        if pane == Pane::Thread {
-            // Up detaches (READING); reaching the bottom resumes LIVE.
-            s.follow = delta > 0 && next >= max;
-        }
-    }
-
-    fn scroll_home(&mut self) {
-        self.scroll[self.pane.index()] = Scroll::default();
-    }
-
-    fn scroll_end(&mut self) {
-        let pane = self.pane;
-        let max = self.max_offset(pane);
-        self.scroll[pane.index()] = Scroll {
-            offset: max,
-            follow: pane == Pane::Thread,
-        };
-    }
-
-    fn filter_key(&mut self, key: KeyEvent, previous: String) {
-        match key.code {
-            KeyCode::Enter => {}
-            KeyCode::Esc => {
-                self.filter.text = previous;
-                self.roster.mark_stale();
-            }
-            KeyCode::Backspace => {
-                self.filter.text.pop();
-                self.roster.mark_stale();
-                self.mode = Mode::Filter { previous };
-            }
-            KeyCode::Char(c) if !c.is_control() => {
-                self.filter.text.push(c);
-                self.roster.mark_stale();
-                self.mode = Mode::Filter { previous };
-            }
-            _ => self.mode = Mode::Filter { previous },
-        }
-        self.prepare();
-    }
-
-    fn command_key(&mut self, key: KeyEvent, mut input: String, effects: &mut Vec<UiEffect>) {
-        match key.code {
-            KeyCode::Esc => {}
-            KeyCode::Enter => self.run_command(input.trim(), effects),
-            KeyCode::Backspace => {
-                if input.pop().is_some() {
-                    self.mode = Mode::Command { input };
-                }
-            }
-            KeyCode::Char(c) if !c.is_control() => {
-                input.push(c);
-                self.mode = Mode::Command { input };
-            }
-            _ => self.mode = Mode::Command { input },
-        }
-    }
-
-    fn run_command(&mut self, line: &str, effects: &mut Vec<UiEffect>) {
-        let (name, rest) = line.split_once(' ').unwrap_or((line, ""));
-        let rest = rest.trim();
-        match name {
-            "stop" => {
-                if self.marks.is_empty() {
-                    self.open_stop();
-                } else {
-                    self.mode = Mode::Prompt(Prompt::Bulk {
-                        action: Bulk::Stop,
-                        targets: self.marks.iter().copied().collect(),
-                        offset: 0,
-                    });
-                }
-            }
-            "steer" if rest.is_empty() => {
-                self.set_notice(NoticeKind::Refusal, "usage: :steer TEXT");
-            }
-            "steer" => {
-                if self.marks.is_empty() {
-                    let Some(target) = self.selected else { return };
-                    match self.steer_refusal(target) {
-                        None => effects.push(self.dispatch(Action::Steer {
-                            target,
-                            text: rest.to_owned(),
-                        })),
-                        Some(why) => {
-                            self.set_notice(NoticeKind::Refusal, &format!("refused: {why}"));
-                        }
-                    }
-                } else {
-                    self.mode = Mode::Prompt(Prompt::Bulk {
-                        action: Bulk::Steer(rest.to_owned()),
-                        targets: self.marks.iter().copied().collect(),
-                        offset: 0,
-                    });
-                }
-            }
-            "filter" => {
-                rest.clone_into(&mut self.filter.text);
-                self.roster.mark_stale();
-                self.prepare();
-            }
-            "sort" => match SortKey::parse(rest) {
-                Some(key) => {
-                    self.sort = key;
-                    self.roster.mark_stale();
-                    self.prepare();
-                }
-                None => self.set_notice(
-                    NoticeKind::Refusal,
-                    &format!("usage: :sort KEY where KEY is one of {}", SortKey::NAMES),
-                ),
-            },
-            "unmark" => self.marks.clear(),
-            "q" | "quit" => self.quit = true,
-            "" => {}
-            other => self.set_notice(
-                NoticeKind::Refusal,
-                &format!(
-                    "unknown command :{other} (try :stop, :steer TEXT, :filter TEXT, :sort KEY, :unmark)"
-                ),
-            ),
-        }
-    }
-
-    /// True when the pinned prompt (with its full identity) fits the footer; otherwise the
-    /// view shows the resize/Escape placeholder and the prompt takes no action keys.
-    pub fn prompt_fits(&self) -> bool {
-        match &self.mode {
-            Mode::Prompt(prompt) => self.fits(prompt),
-            _ => self.areas().kind != Kind::Tiny,
-        }
-    }
-
-    fn fits(&self, prompt: &Prompt) -> bool {
-        let areas = self.areas();
-        if areas.kind == Kind::Tiny {
-            return false;
-        }
-        let needed = match prompt {
-            Prompt::Bulk { .. } => 30,
-            Prompt::Steer { .. } | Prompt::Message { .. } | Prompt::Stop { .. } => {
-                width(&super::view::prompt_head(self, prompt)) + 1
-            }
-        };
-        usize::from(areas.footer.width) >= needed
-    }
-
-    fn prompt_key(&mut self, key: KeyEvent, prompt: Prompt, effects: &mut Vec<UiEffect>) {
-        if key.code == KeyCode::Esc {
-            return;
-        }
-        if !self.fits(&prompt) {
-            // Not actionable while the identity cannot be shown.
-            self.mode = Mode::Prompt(prompt);
-            return;
-        }
-        match prompt {
-            Prompt::Steer { target, mut input } => match key.code {
-                KeyCode::Enter if !input.trim().is_empty() => match self.steer_refusal(target) {
-                    None => effects.push(self.dispatch(Action::Steer {
-                        target,
-                        text: input,
-                    })),
-                    Some(why) => {
-                        self.set_notice(NoticeKind::Refusal, &format!("refused: {why}"));
-                    }
-                },
-                code => {
-                    edit(&mut input, code);
-                    self.mode = Mode::Prompt(Prompt::Steer { target, input });
-                }
-            },
-            Prompt::Message { target, mut input } => match key.code {
-                KeyCode::Enter if !input.trim().is_empty() => {
-                    effects.push(self.dispatch(Action::Message {
-                        target,
-                        text: input,
-                    }));
-                }
-                code => {
-                    edit(&mut input, code);
-                    self.mode = Mode::Prompt(Prompt::Message { target, input });
-                }
-            },
-            Prompt::Stop { target } => match key.code {
-                KeyCode::Char('y' | 'Y') => match self.stop_refusal(target) {
-                    // Checked now, against the latest snapshot: the target may have changed
-                    // state while the prompt was open.
-                    None => effects.push(self.dispatch(Action::Stop { target })),
-                    Some(why) => {
-                        self.set_notice(NoticeKind::Refusal, &format!("refused: {why}"));
-                    }
-                },
-                KeyCode::Char('n' | 'N') => {}
-                _ => self.mode = Mode::Prompt(Prompt::Stop { target }),
-            },
-            Prompt::Bulk {
-                action,
-                targets,
-                offset,
-            } => match key.code {
-                KeyCode::Char('y' | 'Y') => self.confirm_bulk(&action, &targets, effects),
-                KeyCode::Char('n' | 'N') => {}
-                KeyCode::Char('j') | KeyCode::Down => {
-                    self.mode = Mode::Prompt(Prompt::Bulk {
-                        offset: (offset + 1).min(targets.len().saturating_sub(1)),
-                        action,
-                        targets,
-                    });
-                }
-                KeyCode::Char('k') | KeyCode::Up => {
-                    self.mode = Mode::Prompt(Prompt::Bulk {
-                        offset: offset.saturating_sub(1),
-                        action,
-                        targets,
-                    });
-                }
-                _ => {
-                    self.mode = Mode::Prompt(Prompt::Bulk {
-                        action,
-                        targets,
-                        offset,
-                    });
-                }
-            },
-        }
-    }
-
-    /// Whether a bulk target would be refused, checked against the latest snapshot.
-    pub fn bulk_refusal(&self, action: &Bulk, r: ChildRef) -> Option<String> {
-        match action {
-            Bulk::Stop => self.stop_refusal(r),
-            Bulk::Steer(_) => self.steer_refusal(r),
-        }
-    }
-
-    fn confirm_bulk(&mut self, action: &Bulk, targets: &[ChildRef], effects: &mut Vec<UiEffect>) {
-        let mut eligible = Vec::new();
-        let mut refused = Vec::new();
-        for r in targets {
-            match self.bulk_refusal(action, *r) {
-                None => eligible.push(*r),
-                Some(why) => refused.push(why),
-            }
-        }
-        if !eligible.is_empty() {
-            match action {
-                Bulk::Stop => effects.push(self.dispatch(Action::StopMany {
-                    targets: eligible.clone(),
-                })),
-                Bulk::Steer(text) => {
-                    for target in &eligible {
-                        effects.push(self.dispatch(Action::Steer {
-                            target: *target,
-                            text: text.clone(),
-                        }));
-                    }
-                }
-            }
-        }
-        let verb = match action {
-            Bulk::Stop => "stop",
-            Bulk::Steer(_) => "steer",
-        };
-        let mut text = format!("{verb}: sent to {} of {}", eligible.len(), targets.len());
-        if !refused.is_empty() {
-            let _ = write!(text, "; refused: {}", refused.join("; "));
-        }
-        let kind = if refused.is_empty() {
-            NoticeKind::Info
-        } else {
-            NoticeKind::Refusal
-        };
-        self.set_notice(kind, &text);
-        self.marks.clear();
-    }
-
-    fn dispatch(&mut self, action: Action) -> UiEffect {
-        let id = self.next_id;
-        self.next_id += 1;
-        let label = action.label();
-        let note = match &action {
-            Action::Wait { .. } => format!("{label}: waiting up to {WAIT_MS} ms…"),
-            _ => format!("{label}: sent, waiting for the coordinator…"),
-        };
-        self.set_notice(NoticeKind::Info, &note);
-        self.pending.push((id, action.clone()));
-        UiEffect::Control { id, action }
-    }
-
-    fn control_done(
-        &mut self,
-        id: u64,
-        result: Result<Value, Failure>,
-        effects: &mut Vec<UiEffect>,
-    ) {
-        let Some(index) = self.pending.iter().position(|(i, _)| *i == id) else {
-            return;
-        };
-        let (_, action) = self.pending.remove(index);
-        let label = action.label();
-        let value = match result {
-            Ok(v) => v,
-            Err(f) => {
-                let code = f.code.map(|c| format!(" [{c}]")).unwrap_or_default();
-                self.set_notice(
-                    NoticeKind::Refusal,
-                    &format!("{label}: refused{code}: {}", f.message),
-                );
-                return;
-            }
-        };
-        let s = |v: &Value| match v {
-            Value::String(s) => s.clone(),
-            Value::Null => "?".to_owned(),
-            other => other.to_string(),
-        };
-        let text = match &action {
-            Action::Steer { .. } | Action::Message { .. } => {
-                let m = &value["message"];
-                let mut text = format!("{label}: receipt {} is {}", s(&m["id"]), s(&m["status"]));
-                if let Some(e) = m.get("error").and_then(Value::as_str) {
-                    let _ = write!(text, " ({e})");
-                }
-                text.push_str(" — the receipt state, not a model acknowledgement");
-                text
-            }
-            Action::Wait { .. } => {
-                let r = &value["result"];
-                match r["kind"].as_str() {
-                    Some("outcome") => format!("{label}: outcome {}", s(&r["outcome"]["status"])),
-                    Some("timeout") => format!("{label}: no outcome within {WAIT_MS} ms"),
-                    Some(other) => format!("{label}: {other}"),
-                    None => format!("{label}: {}", s(r)),
-                }
-            }
-            Action::Stop { .. } | Action::Park { .. } => {
-                let c = &value["child"];
-                format!(
-                    "{label}: the registry reports it {}{}",
-                    s(&c["status"]),
-                    if c["disposed"].as_bool() == Some(true) {
-                        ", disposed"
-                    } else {
-                        ""
-                    }
-                )
-            }
-            Action::StopMany { .. } => {
-                let n = value["children"].as_array().map_or(0, Vec::len);
-                format!("{label}: the registry reports {n} generations marked")
-            }
-        };
-        if matches!(action, Action::Park { .. }) {
-            effects.push(UiEffect::RefreshAgents);
-            self.agents_in_flight = true;
-        }
-        self.set_notice(NoticeKind::Info, &text);
-    }
-}
-
-/// Single-line editing at the end of the input.
-fn edit(input: &mut String, code: KeyCode) {
-    match code {
-        KeyCode::Backspace => {
-            input.pop();
-        }
-        KeyCode::Char(c) if !c.is_control() => input.push(c),
-        _ => {}
     }
 }

@@ -366,7 +366,7 @@ fn pane(hub: &Hub, area: Rect, buf: &mut Buffer) {
     if rows.is_empty() {
         let text = match hub.pane() {
             Pane::Tools => "no tool calls in this generation",
-            _ => "no messages yet (a queued generation has no session)",
+            _ => "no messages recorded for this generation (none before its session starts)",
         };
         placeholder(buf, text);
         return;
