@@ -80,6 +80,7 @@ fn snapshot(n: u128, status: Status) -> ChildSnapshot {
         capability_denials: Vec::new(),
         pause_reason: None,
         retained_context: false,
+        retry: None,
         window: Window {
             number: 1,
             started_at: NOW - 100_000,

@@ -74,6 +74,7 @@ fn snap(n: u128, generation: u32, status: Status, assignment: &str) -> ChildSnap
         capability_denials: Vec::new(),
         pause_reason: None,
         retained_context: false,
+        retry: None,
         window: Window {
             number: 1,
             started_at: NOW - 90_000,
@@ -955,6 +956,37 @@ fn stalled_only_from_observed_registry_timing() {
         at: NOW + 61_500,
     }]);
     assert!(!rig.screen().contains("stalled"));
+}
+
+#[test]
+fn retrying_and_rate_limited_come_from_the_snapshot() {
+    let (mut snapshots, agents) = fleet();
+    snapshots[0].retry = Some(slate::core::Retry {
+        attempt: 1,
+        max_attempts: 3,
+        delay_ms: 2000,
+        rate_limited: false,
+    });
+    snapshots[5].retry = Some(slate::core::Retry {
+        attempt: 2,
+        max_attempts: 3,
+        delay_ms: 4000,
+        rate_limited: true,
+    });
+    let mut rig = Rig::with(200, 24, snapshots, agents);
+    let screen = rig.screen();
+    assert!(screen.contains("retrying 1/3 after 2.0s"), "{screen}");
+    assert!(
+        screen.contains("rate-limited, retry 2/3 after 4.0s"),
+        "{screen}"
+    );
+    rig.key(KeyCode::Tab);
+    assert!(rig.screen().contains("status      running · retrying 1/3"));
+    // Without a reported retry nothing of the kind is shown, whatever the text says.
+    let (mut snapshots, agents) = fleet();
+    snapshots[0].activity = Some("retrying after 429 rate limit".to_owned());
+    let rig = Rig::with(200, 24, snapshots, agents);
+    assert!(!rig.screen().contains("rate-limited"));
 }
 
 #[test]

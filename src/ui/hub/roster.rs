@@ -315,9 +315,22 @@ impl Roster {
     }
 }
 
-/// Why a live generation looks unhealthy, from observed registry timing only.
+/// Why a live generation looks unhealthy: only what the registry reported (a retry in
+/// progress) or what the Hub observed itself (no registry change for a while).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Liveness {
+    /// The worker reported an automatic retry of a failed request.
+    Retrying {
+        attempt: u32,
+        max_attempts: u32,
+        delay_ms: u64,
+    },
+    /// The same, for a request answered with HTTP 429.
+    RateLimited {
+        attempt: u32,
+        max_attempts: u32,
+        delay_ms: u64,
+    },
     /// Running, and no registry change for this generation reached the Hub for this long.
     Stalled { for_ms: Millis },
 }
@@ -325,7 +338,26 @@ pub enum Liveness {
 impl Liveness {
     pub fn of(entry: &Entry, now: Millis, stall_after_ms: Millis) -> Option<Self> {
         let s = &entry.snapshot;
-        if s.status != Status::Running || s.disposed {
+        if s.disposed || s.status.is_terminal() {
+            return None;
+        }
+        if let Some(r) = s.retry {
+            let (attempt, max_attempts, delay_ms) = (r.attempt, r.max_attempts, r.delay_ms);
+            return Some(if r.rate_limited {
+                Self::RateLimited {
+                    attempt,
+                    max_attempts,
+                    delay_ms,
+                }
+            } else {
+                Self::Retrying {
+                    attempt,
+                    max_attempts,
+                    delay_ms,
+                }
+            });
+        }
+        if s.status != Status::Running {
             return None;
         }
         let quiet = now.saturating_sub(entry.observed_at);
@@ -333,8 +365,27 @@ impl Liveness {
     }
 
     pub fn label(self) -> String {
+        use super::format::duration;
         match self {
-            Self::Stalled { for_ms } => format!("stalled {}", super::format::duration(for_ms)),
+            Self::Retrying {
+                attempt,
+                max_attempts,
+                delay_ms,
+            } => {
+                format!(
+                    "retrying {attempt}/{max_attempts} after {}",
+                    duration(delay_ms)
+                )
+            }
+            Self::RateLimited {
+                attempt,
+                max_attempts,
+                delay_ms,
+            } => format!(
+                "rate-limited, retry {attempt}/{max_attempts} after {}",
+                duration(delay_ms)
+            ),
+            Self::Stalled { for_ms } => format!("stalled {}", duration(for_ms)),
         }
     }
 }
