@@ -5,6 +5,7 @@ mod demo;
 mod demo_live;
 mod embedded;
 mod fleet;
+mod hub;
 pub mod printer;
 mod profiles;
 mod run;
@@ -114,6 +115,27 @@ pub enum Command {
         #[arg(long, conflicts_with = "no_approve")]
         approve: bool,
         /// Do not trust this project's `.pi/` config.
+        #[arg(long)]
+        no_approve: bool,
+    },
+    /// Open the Subagent Hub on the coordinator serving this directory (or `--parent`);
+    /// with none reachable, start one in-process for as long as the Hub runs.
+    Hub {
+        #[command(flatten)]
+        select: Select,
+        /// Which workers run tasks when the Hub has to start its own coordinator.
+        #[arg(long, value_enum, default_value = "pi")]
+        backend: embedded::Backend,
+        /// A script book (JSON) for `--backend sim`.
+        #[arg(long)]
+        scenario: Option<PathBuf>,
+        /// The root's model, `provider/id[:effort]` (default: pi's settings).
+        #[arg(long)]
+        model: Option<String>,
+        /// Trust this project's `.pi/` config (only when starting a coordinator).
+        #[arg(long, conflicts_with = "no_approve")]
+        approve: bool,
+        /// Do not trust this project's `.pi/` config (only when starting a coordinator).
         #[arg(long)]
         no_approve: bool,
     },
@@ -326,6 +348,24 @@ pub fn run(cli: Cli) -> ExitCode {
         ),
         Command::Status { target, select } => status::run(&printer, &target, select.parent),
         Command::Watch { select } => watch::run(&printer, select.parent),
+        Command::Hub {
+            select,
+            backend,
+            scenario,
+            model,
+            approve,
+            no_approve,
+        } => hub::run(
+            &printer,
+            select.parent,
+            &embedded::EmbedArgs {
+                backend,
+                scenario,
+                approve: approval(approve, no_approve),
+                model,
+                kill_grace: std::time::Duration::from_secs(10),
+            },
+        ),
         other => commands::run(&printer, other),
     }
 }

@@ -29,7 +29,7 @@ pub use lifecycle::{AbortReason, CancelCause, LimitReason, PauseReason, Presence
 pub use message::{Message, MessageMode, ReceiptStatus};
 pub use refusal::Refusal;
 pub use snapshot::{
-    AgentPresence, Artifacts, ChildSnapshot, ContextUsage, RegistryEvent, RegistryEventKind,
+    AgentPresence, Artifacts, ChildSnapshot, ContextUsage, RegistryEvent, RegistryEventKind, Retry,
     StatusView, StructuredOutcome, Telemetry, Tokens, Validation, WaitOutcome, Window,
 };
 pub use task::{

@@ -3,6 +3,7 @@
 //! coordinator) and never hold a second source of truth.
 
 pub mod fleet;
+pub mod hub;
 pub mod profiles;
 pub mod terminal;
 pub mod theme;

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use proptest::prelude::*;
 use serde_json::Value;
-use slate::core::{ContextUsage, MessageId, Tokens, Usage, WorkerEvent};
+use slate::core::{ContextUsage, MessageId, Retry, Tokens, Usage, WorkerEvent};
 use slate::worker::pi::mapper::{EVIDENCE_BYTES, Output, PiMapper, Sent, SessionStats};
 use slate::worker::pi::protocol::{Command, Record, StopReason};
 use uuid::Uuid;
@@ -173,6 +173,21 @@ fn tool(name: &str, summary: &str, is_error: bool) -> [Output; 3] {
             is_error,
         }),
     ]
+}
+
+/// pi's `auto_retry_start` (the fixtures' template allows 2 retries).
+fn retrying(attempt: u32, delay_ms: u64, rate_limited: bool) -> Output {
+    Output::Event(WorkerEvent::Retry(Some(Retry {
+        attempt,
+        max_attempts: 2,
+        delay_ms,
+        rate_limited,
+    })))
+}
+
+/// pi's `auto_retry_end`.
+fn retry_over() -> Output {
+    Output::Event(WorkerEvent::Retry(None))
 }
 
 fn settled(error: Option<&str>, aborted: bool) -> Output {
@@ -557,19 +572,23 @@ fn retry_recovered_settles_without_error() {
     assert_eq!(
         out,
         seq(&[
-            &[request(), assistant("", zero_usage())],
+            &[
+                request(),
+                assistant("", zero_usage()),
+                retrying(1, 300, false),
+            ],
             // The retry is a new request without a new user message.
             &[request()],
             &said(
                 "Recovered after 1 failures.",
                 usage(120, 4, 124, c("0.000128")),
             ),
-            &[settled(None, false)],
+            &[retry_over(), settled(None, false)],
         ])
     );
 }
 
-fn failed_three_times(name: &str, text: &str, error: &str) {
+fn failed_three_times(name: &str, text: &str, error: &str, rate_limited: bool) {
     let (out, _) = replay(name);
     let attempt: Vec<Output> = if text.is_empty() {
         vec![request(), assistant("", zero_usage())]
@@ -578,7 +597,14 @@ fn failed_three_times(name: &str, text: &str, error: &str) {
     };
     assert_eq!(
         out,
-        seq(&[&attempt, &attempt, &attempt, &[settled(Some(error), false)]]),
+        seq(&[
+            &attempt,
+            &[retrying(1, 300, rate_limited)],
+            &attempt,
+            &[retrying(2, 600, rate_limited)],
+            &attempt,
+            &[retry_over(), settled(Some(error), false)]
+        ]),
         "{name}"
     );
 }
@@ -589,6 +615,7 @@ fn retries_exhausted_fail_with_the_last_error() {
         "rpc_retry_exhausted",
         "",
         r#"500: {"message":"fake internal server error","type":"server_error"}"#,
+        false,
     );
 }
 
@@ -598,6 +625,7 @@ fn rate_limited_retries_exhausted_fail_with_the_429() {
         "rpc_429",
         "",
         r#"429: {"message":"fake rate limit exceeded","type":"rate_limit_error","code":"rate_limit_exceeded"}"#,
+        true,
     );
 }
 
@@ -607,6 +635,7 @@ fn dropped_streams_keep_their_partial_text_and_fail() {
         "rpc_drop",
         "This stream will break",
         "Stream ended without finish_reason",
+        false,
     );
 }
 
@@ -616,6 +645,7 @@ fn json_mode_retries_exhausted_fail_too() {
         "json_err500_exhausted",
         "",
         r#"500: {"message":"fake internal server error","type":"server_error"}"#,
+        false,
     );
 }
 
@@ -645,6 +675,8 @@ fn cancelled_retry_fails_with_the_provider_error_not_aborted() {
         vec![
             request(),
             assistant("", zero_usage()),
+            retrying(1, 300, false),
+            retry_over(),
             settled(
                 Some(r#"500: {"message":"fake internal server error","type":"server_error"}"#),
                 false

@@ -62,6 +62,7 @@ fn child(n: u128, generation: u32) -> ChildSnapshot {
         capability_denials: Vec::new(),
         pause_reason: None,
         retained_context: false,
+        retry: None,
         window: Window {
             number: 1,
             started_at: 0,

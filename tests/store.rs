@@ -145,6 +145,7 @@ fn snapshot(n: u128, generation: u32) -> ChildSnapshot {
         capability_denials: Vec::new(),
         pause_reason: None,
         retained_context: false,
+        retry: None,
         window: Window {
             number: 1,
             started_at: 0,

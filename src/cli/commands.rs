@@ -276,6 +276,7 @@ pub fn run(printer: &Printer, command: Command) -> ExitCode {
         }
         Command::Demo { .. }
         | Command::Completions { .. }
+        | Command::Hub { .. }
         | Command::Man
         | Command::Profiles { .. }
         | Command::Run { .. }

@@ -358,6 +358,7 @@ impl Coordinator {
             capability_denials: spec.capability_denials.clone(),
             pause_reason: None,
             retained_context: false,
+            retry: None,
             window: Window {
                 number: 1,
                 started_at: now,

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::core::ids::{ChildRef, MessageId, Party, RequestId, WaiterId};
 use crate::core::message::MessageMode;
-use crate::core::snapshot::{Artifacts, ContextUsage, Tokens};
+use crate::core::snapshot::{Artifacts, ContextUsage, Retry, Tokens};
 use crate::core::task::{Renewal, TaskSpec};
 use crate::policy::scheduling::SchedulingPolicy;
 
@@ -146,6 +146,8 @@ pub enum WorkerEvent {
     Progress(String),
     /// Context usage, as reported.
     Context(ContextUsage),
+    /// The worker started retrying a failed request (`Some`), or stopped (`None`).
+    Retry(Option<Retry>),
     /// A `steer`/`follow_up` was accepted by the worker (`queued`).
     MessageQueued {
         message: MessageId,

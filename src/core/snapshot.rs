@@ -84,6 +84,19 @@ pub struct Artifacts {
     pub error: Option<String>,
 }
 
+/// pi's automatic retry of a failed model request, while it is under way (set from the
+/// worker's `auto_retry_start`, cleared by `auto_retry_end` or when the prompt resolves).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Retry {
+    pub attempt: u32,
+    pub max_attempts: u32,
+    pub delay_ms: u64,
+    /// The failed request was answered with HTTP 429 (pi's error message starts with the
+    /// status code).
+    pub rate_limited: bool,
+}
+
 /// The execution window: admission or an explicit resume starts a new one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -147,6 +160,9 @@ pub struct ChildSnapshot {
     /// True while a paused generation keeps its conversation for `resume`.
     pub retained_context: bool,
     pub window: Window,
+    /// A retry in progress, as the worker reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<Retry>,
 }
 
 impl ChildSnapshot {

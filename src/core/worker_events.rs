@@ -51,6 +51,7 @@ impl Coordinator {
                 self.gen_mut(r).snap.progress = Some(clip_owned(text, PROGRESS_CHARS));
             }
             WorkerEvent::Context(usage) => self.gen_mut(r).snap.telemetry.context = Some(usage),
+            WorkerEvent::Retry(retry) => self.gen_mut(r).snap.retry = retry,
             WorkerEvent::MessageQueued { message } => {
                 self.advance_receipt(r, message, ReceiptStatus::Queued, None);
             }
@@ -64,8 +65,14 @@ impl Coordinator {
                 self.advance_receipt(r, message, ReceiptStatus::Error, Some(error));
             }
             WorkerEvent::Submission { value, errors } => self.submission(r, value, errors),
-            WorkerEvent::Settled { error } => self.prompt_resolved(r, error, true),
-            WorkerEvent::Exited { reason } => self.worker_exited(r, &reason),
+            WorkerEvent::Settled { error } => {
+                self.gen_mut(r).snap.retry = None;
+                self.prompt_resolved(r, error, true);
+            }
+            WorkerEvent::Exited { reason } => {
+                self.gen_mut(r).snap.retry = None;
+                self.worker_exited(r, &reason);
+            }
         }
     }
 

@@ -15,6 +15,7 @@
 //! | `tool_execution_start` | `ToolStart { name }`, then `Activity("name summary")` when the arguments have a string to show (first line of `command`, `path`, …; see [`ArgsSummary`](super::protocol::ArgsSummary)) |
 //! | `tool_execution_end` | `ToolEnd { name, is_error }` |
 //! | `agent_settled` | [`Output::Settled`]; never `agent_end`, which ends each retry attempt |
+//! | `auto_retry_start` / `auto_retry_end` | `Retry(Some { attempt, maxAttempts, delayMs, rateLimited })` / `Retry(None)`; `rateLimited` when pi's `errorMessage` starts with the HTTP status `429` |
 //! | response to `steer` / `follow_up` | `MessageQueued` (`queued`), `MessageHandled` (`handled`), `MessageFailed` (failure) |
 //! | response to `abort` | [`Output::AbortAcknowledged`]; pi sends it *after* `agent_settled` |
 //! | response to `get_state` | [`Output::SessionFile`] when `sessionFile` is present |
@@ -47,7 +48,7 @@ use std::collections::{HashMap, VecDeque};
 
 use crate::core::ids::MessageId;
 use crate::core::input::{Usage, WorkerEvent};
-use crate::core::snapshot::{ContextUsage, Tokens};
+use crate::core::snapshot::{ContextUsage, Retry, Tokens};
 use crate::worker::pi::protocol::{
     Command, Disposition, DispositionData, Message, ParseError, Record, Response, Role,
     SessionStatsData, StateData, StopReason, first_line,
@@ -234,12 +235,21 @@ impl PiMapper {
                 name: tool.tool_name,
                 is_error: tool.is_error,
             })],
+            Record::AutoRetryStart(start) => vec![event(WorkerEvent::Retry(Some(Retry {
+                attempt: start.attempt,
+                max_attempts: start.max_attempts,
+                delay_ms: start.delay_ms,
+                rate_limited: start
+                    .error_message
+                    .as_deref()
+                    .is_some_and(|m| m.trim_start().starts_with("429")),
+            })))],
             Record::AutoRetryEnd(end) => {
                 self.retry_failure = (!end.success).then(|| {
                     end.final_error
                         .unwrap_or_else(|| "pi gave up retrying".to_owned())
                 });
-                Vec::new()
+                vec![event(WorkerEvent::Retry(None))]
             }
             Record::AgentSettled { aborted } => {
                 let retry_failure = self.retry_failure.take();
@@ -258,7 +268,6 @@ impl PiMapper {
             | Record::MessageUpdate
             | Record::ToolExecutionUpdate
             | Record::QueueUpdate(_)
-            | Record::AutoRetryStart(_)
             | Record::Other(_) => Vec::new(),
         }
     }

@@ -1,0 +1,135 @@
+//! `slate hub`: the Subagent Hub on the coordinator serving this directory (or `--parent`).
+//! With none reachable, it starts one in-process — the same runtime and control server as
+//! `slate serve`, on its socket in the private (0700) runtime directory — and attaches to
+//! it over that socket, so there is one data path either way, and other Hubs and CLI
+//! commands can attach to it while it runs.
+
+use std::io::IsTerminal;
+use std::sync::Arc;
+
+use crate::cli::embedded::{EmbedArgs, Embedded};
+use crate::cli::fleet::try_connect;
+use crate::cli::{ExitCode, Printer};
+use crate::control::client::CONNECT_TIMEOUT;
+use crate::control::service::Service;
+use crate::control::{Client, Metadata, RuntimeDir, Server, ServerConfig};
+use crate::text::SafeText;
+use crate::ui::hub::{HubOptions, run_hub};
+
+pub fn run(printer: &Printer, parent: Option<String>, embed: &EmbedArgs) -> ExitCode {
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        printer.error("slate hub needs a terminal (use slate status for text or --json)");
+        return ExitCode::Usage;
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            printer.error(&format!("cannot start the async runtime: {e}"));
+            return ExitCode::Usage;
+        }
+    };
+    runtime.block_on(hub(printer, parent, embed))
+}
+
+async fn hub(printer: &Printer, parent: Option<String>, embed: &EmbedArgs) -> ExitCode {
+    let explicit = parent.is_some();
+    match try_connect(parent).await {
+        Ok(client) => {
+            let title = client
+                .server()
+                .map(|h| format!("parent {}", h.parent_id))
+                .unwrap_or_default();
+            finish(
+                printer,
+                run_hub(
+                    client,
+                    HubOptions {
+                        title,
+                        ..HubOptions::default()
+                    },
+                )
+                .await,
+            )
+        }
+        // A named coordinator that is not there is an error, not a reason to start one.
+        Err((code, message)) if explicit || code != ExitCode::NoCoordinator => {
+            printer.error(&SafeText::line(&message).into_string());
+            code
+        }
+        Err(_) => {
+            let Some(embedded) = Embedded::start(printer, embed).await else {
+                return ExitCode::Usage;
+            };
+            finish(printer, hub_on_embedded(embedded).await)
+        }
+    }
+}
+
+fn finish(printer: &Printer, result: std::io::Result<()>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::Ok,
+        Err(e) => {
+            printer.error(&format!("slate hub: {e}"));
+            ExitCode::Usage
+        }
+    }
+}
+
+/// Serves `embedded` on its control socket for as long as the Hub runs, attaches the Hub
+/// over that socket, and shuts the coordinator down (draining every worker) afterwards.
+/// `slate demo` can call this with its own embedded coordinator.
+pub async fn hub_on_embedded(embedded: Embedded) -> std::io::Result<()> {
+    let socket = RuntimeDir::from_env().socket_path(embedded.root_id);
+    let metadata = Metadata {
+        pid: std::process::id(),
+        cwd: embedded.loaded.cwd.clone(),
+        parent_id: embedded.root_id,
+        started_at: crate::runtime::now_ms(),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        socket: socket.clone(),
+    };
+    let server = match Server::bind(&socket, metadata, ServerConfig::default()) {
+        Ok(server) => server,
+        Err(e) => {
+            let _ = embedded.rt.shutdown().await;
+            return Err(std::io::Error::other(format!(
+                "cannot serve on {}: {e}",
+                socket.display()
+            )));
+        }
+    };
+    let Embedded {
+        rt,
+        join,
+        loaded,
+        models,
+        offered,
+        root_id,
+        ..
+    } = embedded;
+    let service = Arc::new(Service::new(rt.clone(), loaded, models, offered));
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(server.run(service, async move {
+        let _ = stop_rx.await;
+    }));
+    let result = match Client::connect_path(&socket, CONNECT_TIMEOUT).await {
+        Ok(client) => {
+            let options = HubOptions {
+                title: format!("embedded parent {root_id}"),
+                ..HubOptions::default()
+            };
+            run_hub(client, options).await
+        }
+        Err(e) => Err(std::io::Error::other(e.to_string())),
+    };
+    let _ = stop_tx.send(());
+    let _ = serving.await;
+    let _ = rt.shutdown().await;
+    drop(rt);
+    let _ = join.await;
+    result
+}

@@ -1,0 +1,264 @@
+//! The Hub's one loop. Inputs (keys, resize, registry notifications, call results, a 1 s
+//! clock only while an active row is on screen) arrive on one channel; the loop drains
+//! everything pending, updates the state, and draws once if something visible changed.
+//! `select!` arms only receive; the work happens after it returns.
+
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use ratatui::Terminal;
+use ratatui::backend::Backend;
+use ratatui::crossterm::event::{self, Event};
+use serde_json::{Value, json};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio::time::MissedTickBehavior;
+
+use super::state::{Failure, Hub, HubOptions, Msg, UiEffect};
+use super::view::HubView;
+use crate::control::protocol::{NOTIFY_EVENT, NOTIFY_LAGGED};
+use crate::control::{Client, ClientError, Subscription};
+use crate::core::{AgentPresence, ChildSnapshot, RegistryEvent};
+use crate::runtime::now_ms;
+use crate::ui::terminal::{Mode, TerminalGuard};
+
+/// After a registry notification, wait this long for more before drawing (coalescing a
+/// burst of worker events into one frame). Keys draw at once.
+const COALESCE: Duration = Duration::from_millis(10);
+
+/// What one pass of the loop did.
+#[derive(Debug, Default)]
+pub struct Step {
+    pub effects: Vec<UiEffect>,
+    pub drew: bool,
+}
+
+/// One pass: apply every message, settle once, draw once if dirty. The real loop and the
+/// tests use this same function (tests with ratatui's `TestBackend`).
+pub fn step<B: Backend>(
+    hub: &mut Hub,
+    msgs: impl IntoIterator<Item = Msg>,
+    terminal: &mut Terminal<B>,
+) -> io::Result<Step> {
+    let mut effects = Vec::new();
+    let size = terminal.size()?;
+    if hub.areas_size() != (size.width, size.height) {
+        effects.extend(hub.update(Msg::Resize(size.width, size.height)));
+    }
+    for msg in msgs {
+        effects.extend(hub.update(msg));
+    }
+    effects.extend(hub.settle());
+    let drew = hub.take_dirty();
+    if drew {
+        terminal.draw(|frame| frame.render_widget(&HubView::new(hub), frame.area()))?;
+    }
+    Ok(Step { effects, drew })
+}
+
+fn io_error(e: &ClientError) -> io::Error {
+    io::Error::other(e.to_string())
+}
+
+/// Runs the Hub on this terminal until `q`/Esc, with `client` as its only data path.
+/// Several Hubs may attach to one coordinator at once. The terminal is restored on exit,
+/// error and panic.
+pub async fn run_hub(client: Client, options: HubOptions) -> io::Result<()> {
+    let client = Arc::new(client);
+    // Subscribe before the first read, so no change falls between the two.
+    let subscription = client.subscribe().await.map_err(|e| io_error(&e))?;
+    let (tx, mut rx) = unbounded_channel::<Msg>();
+    let forwarder = tokio::spawn(forward(subscription, tx.clone()));
+    perform(UiEffect::Reload, &client, &tx);
+
+    let mut guard = TerminalGuard::enter(Mode::Fullscreen)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let input = spawn_input(tx.clone(), Arc::clone(&stop))?;
+    let mut hub = Hub::new(options, now_ms());
+    let result = run_loop(&mut hub, &mut rx, guard.terminal(), &client, &tx).await;
+    stop.store(true, Ordering::SeqCst);
+    forwarder.abort();
+    drop(guard);
+    let _ = input.join();
+    result
+}
+
+async fn run_loop<B: Backend>(
+    hub: &mut Hub,
+    rx: &mut UnboundedReceiver<Msg>,
+    terminal: &mut Terminal<B>,
+    client: &Arc<Client>,
+    tx: &UnboundedSender<Msg>,
+) -> io::Result<()> {
+    let mut clock = tokio::time::interval(Duration::from_secs(1));
+    clock.set_missed_tick_behavior(MissedTickBehavior::Skip);
+    let mut first = Some(Msg::Tick(now_ms()));
+    loop {
+        let msg = if let Some(m) = first.take() {
+            m
+        } else {
+            let ticking = hub.wants_tick();
+            tokio::select! {
+                m = rx.recv() => match m {
+                    Some(m) => m,
+                    None => return Ok(()),
+                },
+                _ = clock.tick(), if ticking => Msg::Tick(now_ms()),
+            }
+        };
+        if matches!(msg, Msg::Registry { .. }) {
+            tokio::time::sleep(COALESCE).await;
+        }
+        let mut batch = vec![msg];
+        while let Ok(m) = rx.try_recv() {
+            batch.push(m);
+        }
+        let step = step(hub, batch, terminal)?;
+        for effect in step.effects {
+            perform(effect, client, tx);
+        }
+        if hub.should_quit() {
+            return Ok(());
+        }
+    }
+}
+
+/// Keys and resizes from a blocking reader thread; it ends when `stop` is set or the loop
+/// is gone.
+fn spawn_input(
+    tx: UnboundedSender<Msg>,
+    stop: Arc<AtomicBool>,
+) -> io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("hub-input".to_owned())
+        .spawn(move || {
+            while !stop.load(Ordering::SeqCst) && !tx.is_closed() {
+                match event::poll(Duration::from_millis(100)) {
+                    Ok(true) => {
+                        let msg = match event::read() {
+                            Ok(Event::Key(key)) => Msg::Key(key),
+                            Ok(Event::Resize(w, h)) => Msg::Resize(w, h),
+                            Ok(_) => continue,
+                            Err(_) => break,
+                        };
+                        if tx.send(msg).is_err() {
+                            break;
+                        }
+                    }
+                    Ok(false) => {}
+                    Err(_) => break,
+                }
+            }
+        })
+}
+
+/// Registry notifications become messages, stamped with when the Hub received them.
+async fn forward(mut subscription: Subscription, tx: UnboundedSender<Msg>) {
+    while let Some(n) = subscription.next().await {
+        let msg = match n.method.as_str() {
+            NOTIFY_EVENT => match n.params.get("kind").and_then(Value::as_str) {
+                Some("registry") => {
+                    match serde_json::from_value::<RegistryEvent>(n.params["event"].clone()) {
+                        Ok(e) => Msg::Registry {
+                            child: Box::new(e.child),
+                            at: now_ms(),
+                        },
+                        Err(_) => continue,
+                    }
+                }
+                Some("lagged") => Msg::Lagged(n.params["missed"].as_u64().unwrap_or(0)),
+                Some("shutdownComplete") => {
+                    Msg::Disconnected("the coordinator shut down".to_owned())
+                }
+                _ => continue,
+            },
+            NOTIFY_LAGGED => Msg::Lagged(n.params["missed"].as_u64().unwrap_or(0)),
+            _ => continue,
+        };
+        if tx.send(msg).is_err() {
+            return;
+        }
+    }
+    let _ = tx.send(Msg::Disconnected("the connection closed".to_owned()));
+}
+
+fn failure(e: &ClientError) -> Failure {
+    match e.remote() {
+        Some(r) => Failure {
+            code: Some(r.code.clone()),
+            message: r.message.clone(),
+        },
+        None => Failure {
+            code: None,
+            message: e.to_string(),
+        },
+    }
+}
+
+/// Every current generation, and the older generations of identities past their first.
+async fn load(client: &Client) -> Result<Msg, ClientError> {
+    let status = client.call("status", json!({})).await?;
+    let bad = |what: &str, e: serde_json::Error| ClientError::Protocol(format!("{what}: {e}"));
+    let mut snapshots: Vec<ChildSnapshot> =
+        serde_json::from_value(status["children"].clone()).map_err(|e| bad("status", e))?;
+    let agents: Vec<AgentPresence> =
+        serde_json::from_value(status["agents"].clone()).map_err(|e| bad("agents", e))?;
+    let renewed: Vec<String> = snapshots
+        .iter()
+        .filter(|s| s.generation > 1)
+        .map(|s| s.child_ref().to_string())
+        .collect();
+    for target in renewed {
+        let view = client.call("status", json!({"target": target})).await?;
+        let generations: Vec<ChildSnapshot> = serde_json::from_value(view["generations"].clone())
+            .map_err(|e| bad("generations", e))?;
+        let older: Vec<ChildSnapshot> = generations
+            .into_iter()
+            .filter(|g| !snapshots.iter().any(|s| s.child_ref() == g.child_ref()))
+            .collect();
+        snapshots.extend(older);
+    }
+    Ok(Msg::Loaded {
+        snapshots,
+        agents,
+        at: now_ms(),
+    })
+}
+
+/// Starts one effect off the loop; its result comes back as a message.
+fn perform(effect: UiEffect, client: &Arc<Client>, tx: &UnboundedSender<Msg>) {
+    let client = Arc::clone(client);
+    let tx = tx.clone();
+    tokio::spawn(async move {
+        let msg = match effect {
+            UiEffect::FetchTranscript(target) => {
+                let result = client
+                    .call("transcript", json!({"target": target.to_string()}))
+                    .await
+                    .map_err(|e| e.to_string())
+                    .map(|v| v["messages"].as_array().cloned().unwrap_or_default());
+                Msg::Transcript { target, result }
+            }
+            UiEffect::RefreshAgents => match client.call("agents", json!({})).await {
+                Ok(v) => match serde_json::from_value(v) {
+                    Ok(agents) => Msg::Agents(agents),
+                    Err(e) => Msg::Disconnected(format!("agents: {e}")),
+                },
+                Err(e) => Msg::Disconnected(e.to_string()),
+            },
+            UiEffect::Reload => match load(&client).await {
+                Ok(msg) => msg,
+                Err(e) => Msg::Disconnected(e.to_string()),
+            },
+            UiEffect::Control { id, action } => {
+                let result = client
+                    .call(action.method(), action.params())
+                    .await
+                    .map_err(|e| failure(&e));
+                Msg::ControlDone { id, result }
+            }
+        };
+        let _ = tx.send(msg);
+    });
+}

@@ -1,0 +1,673 @@
+//! The Hub's state machine: `update(msg) -> Vec<UiEffect>`, no IO. The shell
+//! (`event_loop.rs`) turns effects into control calls and feeds results back as messages.
+
+use std::collections::BTreeSet;
+
+use ratatui::crossterm::event::{KeyEvent, KeyEventKind};
+use ratatui::layout::Rect;
+use serde_json::{Value, json};
+
+use super::details;
+use super::format::wrap;
+use super::layout::{Areas, Kind};
+use super::roster::{Filter, Roster, SortKey};
+use super::transcript::{Documents, Line, RowKind, documents};
+use crate::core::{AgentPresence, ChildRef, ChildSnapshot, Millis};
+use crate::text::SafeText;
+
+/// The `w` wait bound.
+pub const WAIT_MS: u64 = 1000;
+/// Default for [`HubOptions::stall_after_ms`].
+pub const STALL_AFTER_MS: Millis = 60_000;
+
+/// How the Hub behaves; the shell passes it in.
+#[derive(Clone, Debug)]
+pub struct HubOptions {
+    /// A running generation with no registry change reaching the Hub for this long is
+    /// shown as `stalled`.
+    pub stall_after_ms: Millis,
+    /// Shown in the header (e.g. the parent id, or "demo").
+    pub title: String,
+}
+
+impl Default for HubOptions {
+    fn default() -> Self {
+        Self {
+            stall_after_ms: STALL_AFTER_MS,
+            title: String::new(),
+        }
+    }
+}
+
+/// A control the Hub asks the shell to send, always on exact `UUID@generation` targets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    Steer {
+        target: ChildRef,
+        text: String,
+    },
+    /// Root `message` (inbox mode) to the target.
+    Message {
+        target: ChildRef,
+        text: String,
+    },
+    Wait {
+        target: ChildRef,
+    },
+    Stop {
+        target: ChildRef,
+    },
+    StopMany {
+        targets: Vec<ChildRef>,
+    },
+    Park {
+        target: ChildRef,
+    },
+}
+
+impl Action {
+    pub fn method(&self) -> &'static str {
+        match self {
+            Self::Steer { .. } => "steer",
+            Self::Message { .. } => "message",
+            Self::Wait { .. } => "wait",
+            Self::Stop { .. } => "stop",
+            Self::StopMany { .. } => "stopMany",
+            Self::Park { .. } => "park",
+        }
+    }
+
+    pub fn params(&self) -> Value {
+        match self {
+            Self::Steer { target, text } => json!({"target": target.to_string(), "text": text}),
+            Self::Message { target, text } => {
+                json!({"target": target.to_string(), "text": text, "mode": "inbox"})
+            }
+            Self::Wait { target } => json!({"target": target.to_string(), "timeoutMs": WAIT_MS}),
+            Self::Stop { target } | Self::Park { target } => json!({"target": target.to_string()}),
+            Self::StopMany { targets } => {
+                json!({"targets": targets.iter().map(ToString::to_string).collect::<Vec<_>>()})
+            }
+        }
+    }
+
+    pub(super) fn label(&self) -> String {
+        match self {
+            Self::StopMany { targets } => format!("stop {} targets", targets.len()),
+            Self::Steer { target, .. }
+            | Self::Message { target, .. }
+            | Self::Wait { target }
+            | Self::Stop { target }
+            | Self::Park { target } => format!("{} {target}", self.method()),
+        }
+    }
+}
+
+/// A refused or failed control call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure {
+    /// The coordinator's rule code, when it refused.
+    pub code: Option<String>,
+    pub message: String,
+}
+
+/// Everything that can happen to the Hub.
+#[derive(Clone, Debug)]
+pub enum Msg {
+    Key(KeyEvent),
+    Resize(u16, u16),
+    /// The clock (epoch ms).
+    Tick(Millis),
+    /// A full read of the registry.
+    Loaded {
+        snapshots: Vec<ChildSnapshot>,
+        agents: Vec<AgentPresence>,
+        at: Millis,
+    },
+    /// One registry change.
+    Registry {
+        child: Box<ChildSnapshot>,
+        at: Millis,
+    },
+    Agents(Vec<AgentPresence>),
+    /// The subscription dropped this many events.
+    Lagged(u64),
+    Transcript {
+        target: ChildRef,
+        result: Result<Vec<Value>, String>,
+    },
+    ControlDone {
+        id: u64,
+        result: Result<Value, Failure>,
+    },
+    Disconnected(String),
+}
+
+/// What the shell should do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UiEffect {
+    FetchTranscript(ChildRef),
+    RefreshAgents,
+    /// Re-read the whole registry (after `lagged`).
+    Reload,
+    Control {
+        id: u64,
+        action: Action,
+    },
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Pane {
+    #[default]
+    Thread,
+    Details,
+    Tools,
+}
+
+impl Pane {
+    pub const ALL: [Pane; 3] = [Pane::Thread, Pane::Details, Pane::Tools];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Pane::Thread => "thread",
+            Pane::Details => "details",
+            Pane::Tools => "tools",
+        }
+    }
+
+    pub(super) fn index(self) -> usize {
+        match self {
+            Pane::Thread => 0,
+            Pane::Details => 1,
+            Pane::Tools => 2,
+        }
+    }
+}
+
+/// What a bulk confirmation will do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Bulk {
+    Stop,
+    Steer(String),
+}
+
+/// An open prompt. Its target is pinned when it opens and shown with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Prompt {
+    Steer {
+        target: ChildRef,
+        input: String,
+    },
+    Message {
+        target: ChildRef,
+        input: String,
+    },
+    Stop {
+        target: ChildRef,
+    },
+    Bulk {
+        action: Bulk,
+        targets: Vec<ChildRef>,
+        offset: usize,
+    },
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Mode {
+    #[default]
+    Browse,
+    Filter {
+        previous: String,
+    },
+    Command {
+        input: String,
+    },
+    Prompt(Prompt),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoticeKind {
+    Info,
+    Refusal,
+    Error,
+}
+
+/// The footer's one-line message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Notice {
+    pub kind: NoticeKind,
+    pub text: SafeText,
+}
+
+/// A pane's scroll position. `follow` (thread only) keeps the newest output in view.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Scroll {
+    pub offset: usize,
+    pub follow: bool,
+}
+
+/// Wrapped rows of one document at one width.
+#[derive(Debug, Default)]
+pub(super) struct Wrapped {
+    width: usize,
+    version: u64,
+    pub rows: Vec<(RowKind, String)>,
+}
+
+impl Wrapped {
+    fn refresh(&mut self, lines: &[Line], width: usize, version: u64) {
+        if self.width == width && self.version == version {
+            return;
+        }
+        self.width = width;
+        self.version = version;
+        self.rows.clear();
+        let mut buf = Vec::new();
+        for line in lines {
+            buf.clear();
+            wrap(line.text.as_str(), width, &mut buf);
+            self.rows.extend(buf.drain(..).map(|t| (line.kind, t)));
+        }
+    }
+}
+
+/// The transcript of the selected generation, fetched lazily.
+#[derive(Debug, Default)]
+pub(super) struct TranscriptState {
+    /// What the shell is fetching now (one at a time).
+    in_flight: Option<ChildRef>,
+    /// The selection changed, or it changed in the registry, since the last fetch.
+    stale: bool,
+    loaded_for: Option<ChildRef>,
+    docs: Documents,
+    error: Option<String>,
+    version: u64,
+}
+
+/// The Hub.
+#[derive(Debug)]
+#[allow(clippy::struct_excessive_bools)] // independent flags, not a state enum
+pub struct Hub {
+    pub(super) options: HubOptions,
+    pub(super) now: Millis,
+    pub(super) size: Rect,
+    pub(super) roster: Roster,
+    pub(super) filter: Filter,
+    pub(super) sort: SortKey,
+    pub(super) selected: Option<ChildRef>,
+    pub(super) roster_offset: usize,
+    pub(super) marks: BTreeSet<ChildRef>,
+    pub(super) pane: Pane,
+    pub(super) scroll: [Scroll; 3],
+    pub(super) mode: Mode,
+    pub(super) notice: Option<Notice>,
+    pub(super) transcript: TranscriptState,
+    pub(super) thread: Wrapped,
+    pub(super) tools: Wrapped,
+    pub(super) details: Wrapped,
+    pub(super) details_version: u64,
+    pub(super) agents_in_flight: bool,
+    pub(super) agents_stale: bool,
+    pub(super) loaded: bool,
+    pub(super) next_id: u64,
+    pub(super) pending: Vec<(u64, Action)>,
+    pub(super) dirty: bool,
+    pub(super) quit: bool,
+}
+
+impl Hub {
+    pub fn new(options: HubOptions, now: Millis) -> Self {
+        Self {
+            options,
+            now,
+            size: Rect::new(0, 0, 80, 24),
+            roster: Roster::default(),
+            filter: Filter::default(),
+            sort: SortKey::default(),
+            selected: None,
+            roster_offset: 0,
+            marks: BTreeSet::new(),
+            pane: Pane::Thread,
+            scroll: [
+                Scroll {
+                    offset: 0,
+                    follow: true,
+                },
+                Scroll::default(),
+                Scroll::default(),
+            ],
+            mode: Mode::Browse,
+            notice: None,
+            transcript: TranscriptState {
+                stale: true,
+                ..TranscriptState::default()
+            },
+            thread: Wrapped::default(),
+            tools: Wrapped::default(),
+            details: Wrapped::default(),
+            details_version: 0,
+            agents_in_flight: false,
+            agents_stale: false,
+            loaded: false,
+            next_id: 1,
+            pending: Vec::new(),
+            dirty: true,
+            quit: false,
+        }
+    }
+
+    // ----- read access for the view and tests -------------------------------------------
+
+    pub fn selected(&self) -> Option<ChildRef> {
+        self.selected
+    }
+
+    pub fn pane(&self) -> Pane {
+        self.pane
+    }
+
+    pub fn mode(&self) -> &Mode {
+        &self.mode
+    }
+
+    pub fn notice(&self) -> Option<&Notice> {
+        self.notice.as_ref()
+    }
+
+    pub fn marks(&self) -> &BTreeSet<ChildRef> {
+        &self.marks
+    }
+
+    pub fn filter_text(&self) -> &str {
+        &self.filter.text
+    }
+
+    pub fn sort(&self) -> SortKey {
+        self.sort
+    }
+
+    pub fn roster(&self) -> &Roster {
+        &self.roster
+    }
+
+    /// True when the thread follows the newest output (LIVE).
+    pub fn is_live(&self) -> bool {
+        self.scroll[0].follow
+    }
+
+    pub fn scroll_of(&self, pane: Pane) -> Scroll {
+        self.scroll[pane.index()]
+    }
+
+    pub fn should_quit(&self) -> bool {
+        self.quit
+    }
+
+    pub fn transcript_error(&self) -> Option<&str> {
+        self.transcript.error.as_deref()
+    }
+
+    pub(super) fn transcript_loaded(&self) -> bool {
+        self.selected.is_some() && self.transcript.loaded_for == self.selected
+    }
+
+    /// Returns and clears "something visible changed".
+    pub fn take_dirty(&mut self) -> bool {
+        std::mem::take(&mut self.dirty)
+    }
+
+    /// The size the state was last told about.
+    pub fn areas_size(&self) -> (u16, u16) {
+        (self.size.width, self.size.height)
+    }
+
+    pub fn areas(&self) -> Areas {
+        Areas::of(self.size)
+    }
+
+    /// Whether the 1 s clock matters: an active (undisposed, still counting) generation is
+    /// on screen, so its elapsed time or liveness changes.
+    pub fn wants_tick(&self) -> bool {
+        let active = |r: &ChildRef| {
+            self.roster
+                .get(*r)
+                .is_some_and(|e| e.snapshot.ended_at.is_none())
+        };
+        match self.areas().kind {
+            Kind::Tiny => false,
+            Kind::Compact => self.selected.as_ref().is_some_and(active),
+            Kind::Wide => {
+                self.visible_rows().iter().any(active)
+                    || (self.pane == Pane::Details && self.selected.as_ref().is_some_and(active))
+            }
+        }
+    }
+
+    /// The roster rows on screen (wide layout).
+    pub fn visible_rows(&self) -> &[ChildRef] {
+        let rows = self.roster.rows();
+        let height = self.areas().roster.map_or(0, |r| usize::from(r.height));
+        let start = self.roster_offset.min(rows.len());
+        let end = (start + height).min(rows.len());
+        &rows[start..end]
+    }
+
+    // ----- update --------------------------------------------------------------------
+
+    pub fn update(&mut self, msg: Msg) -> Vec<UiEffect> {
+        let mut effects = Vec::new();
+        match msg {
+            Msg::Key(key) => {
+                if key.kind != KeyEventKind::Release {
+                    self.prepare();
+                    self.key(key, &mut effects);
+                    self.dirty = true;
+                }
+            }
+            Msg::Resize(w, h) => {
+                self.size = Rect::new(0, 0, w, h);
+                self.dirty = true;
+            }
+            Msg::Tick(now) => {
+                let before = self.wants_tick();
+                self.now = now;
+                if before {
+                    self.dirty = true;
+                }
+            }
+            Msg::Loaded {
+                snapshots,
+                agents,
+                at,
+            } => {
+                self.now = self.now.max(at);
+                for s in snapshots {
+                    self.roster.upsert(s, at);
+                }
+                self.roster.set_presence(agents);
+                self.loaded = true;
+                self.details_version += 1;
+                self.dirty = true;
+            }
+            Msg::Registry { child, at } => {
+                self.now = self.now.max(at);
+                let r = child.child_ref();
+                self.roster.upsert(*child, at);
+                self.agents_stale = true;
+                if Some(r) == self.selected {
+                    self.transcript.stale = true;
+                    self.details_version += 1;
+                }
+                self.dirty = true;
+            }
+            Msg::Agents(agents) => {
+                self.agents_in_flight = false;
+                self.roster.set_presence(agents);
+                self.details_version += 1;
+                self.dirty = true;
+            }
+            Msg::Lagged(missed) => {
+                self.set_notice(
+                    NoticeKind::Error,
+                    &format!("the Hub fell behind by {missed} events; re-reading the registry"),
+                );
+                effects.push(UiEffect::Reload);
+            }
+            Msg::Transcript { target, result } => {
+                if self.transcript.in_flight == Some(target) {
+                    self.transcript.in_flight = None;
+                }
+                if Some(target) == self.selected {
+                    match result {
+                        Ok(messages) => {
+                            self.transcript.docs = documents(&messages);
+                            self.transcript.error = None;
+                        }
+                        Err(e) => {
+                            self.transcript.docs = Documents::default();
+                            self.transcript.error = Some(SafeText::line(&e).into_string());
+                        }
+                    }
+                    self.transcript.loaded_for = Some(target);
+                    self.transcript.version += 1;
+                    self.dirty = true;
+                }
+            }
+            Msg::ControlDone { id, result } => {
+                self.control_done(id, result, &mut effects);
+                self.dirty = true;
+            }
+            Msg::Disconnected(reason) => {
+                self.agents_in_flight = false;
+                self.set_notice(
+                    NoticeKind::Error,
+                    &format!("the coordinator connection closed: {reason}"),
+                );
+                self.dirty = true;
+            }
+        }
+        effects
+    }
+
+    /// After a batch of messages: rebuild the roster once, keep a selection, and ask for
+    /// what the selection needs. The shell calls this once per drained batch.
+    pub fn settle(&mut self) -> Vec<UiEffect> {
+        let mut effects = Vec::new();
+        self.prepare();
+        if let Some(r) = self.selected
+            && self.transcript.stale
+            && self.transcript.in_flight != Some(r)
+        {
+            self.transcript.stale = false;
+            self.transcript.in_flight = Some(r);
+            effects.push(UiEffect::FetchTranscript(r));
+        }
+        if self.agents_stale && !self.agents_in_flight {
+            self.agents_stale = false;
+            self.agents_in_flight = true;
+            effects.push(UiEffect::RefreshAgents);
+        }
+        effects
+    }
+
+    /// Brings derived state up to date: rows, selection, roster scroll, wrapped panes.
+    pub fn prepare(&mut self) {
+        if self.roster.is_stale() {
+            self.roster.rebuild(&self.filter, self.sort);
+            self.dirty = true;
+        }
+        let rows = self.roster.rows();
+        if !self.selected.is_some_and(|r| rows.contains(&r)) {
+            // A filtered-out (or first) selection moves to the first visible row.
+            let first = rows.first().copied();
+            self.select(first);
+        }
+        self.keep_selection_visible();
+        let areas = self.areas();
+        let columns = usize::from(areas.pane.width);
+        let v = self.transcript.version;
+        let (thread, tools) = if self.transcript_loaded() {
+            (
+                &self.transcript.docs.thread[..],
+                &self.transcript.docs.tools[..],
+            )
+        } else {
+            (&[][..], &[][..])
+        };
+        self.thread.refresh(thread, columns, v);
+        self.tools.refresh(tools, columns, v);
+        let lines = self
+            .selected
+            .and_then(|r| self.roster.get(r).map(|e| (r, e)))
+            .map(|(r, e)| {
+                let cx = details::Context {
+                    history_of: self
+                        .roster
+                        .is_history(r)
+                        .then(|| self.roster.current_generation(r.id))
+                        .flatten(),
+                    presence: self.roster.presence(r),
+                    now: self.now,
+                    stall_after_ms: self.options.stall_after_ms,
+                };
+                details::lines(e, &cx)
+            })
+            .unwrap_or_default();
+        // Details change with the clock (elapsed), so they are rebuilt every time; one
+        // snapshot is cheap.
+        self.details_version += 1;
+        self.details.refresh(&lines, columns, self.details_version);
+    }
+
+    pub(super) fn keep_selection_visible(&mut self) {
+        let height = self
+            .areas()
+            .roster
+            .map_or(1, |r| usize::from(r.height).max(1));
+        let Some(index) = self
+            .selected
+            .and_then(|r| self.roster.rows().iter().position(|x| *x == r))
+        else {
+            self.roster_offset = 0;
+            return;
+        };
+        if index < self.roster_offset {
+            self.roster_offset = index;
+        } else if index >= self.roster_offset + height {
+            self.roster_offset = index + 1 - height;
+        }
+        let max = self.roster.rows().len().saturating_sub(height);
+        self.roster_offset = self.roster_offset.min(max);
+    }
+
+    pub(super) fn select(&mut self, r: Option<ChildRef>) {
+        if self.selected == r {
+            return;
+        }
+        self.selected = r;
+        // The thread opens LIVE; details and tools open at the top.
+        self.scroll = [
+            Scroll {
+                offset: 0,
+                follow: true,
+            },
+            Scroll::default(),
+            Scroll::default(),
+        ];
+        self.transcript.stale = true;
+        self.transcript.error = None;
+        self.transcript.docs = Documents::default();
+        self.transcript.loaded_for = None;
+        self.transcript.version += 1;
+        self.details_version += 1;
+        self.dirty = true;
+    }
+
+    pub(super) fn set_notice(&mut self, kind: NoticeKind, text: &str) {
+        self.notice = Some(Notice {
+            kind,
+            text: SafeText::line(text),
+        });
+        self.dirty = true;
+    }
+}

@@ -1,0 +1,279 @@
+//! The `transcript` messages of one generation (pi session `message` entries) turned into
+//! cleaned rows for the thread and tools panes. Everything untrusted passes `SafeText`
+//! here, before it can reach a buffer. Image data and thinking signatures are never shown;
+//! image omission is explicit.
+
+use serde_json::Value;
+
+use crate::text::SafeText;
+
+/// What a row is, for styling.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowKind {
+    User,
+    Assistant,
+    Tool,
+    ToolError,
+    Body,
+    Dim,
+    Marker,
+    Error,
+}
+
+/// One logical line (it may still wrap when drawn).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Line {
+    pub kind: RowKind,
+    pub text: SafeText,
+}
+
+impl Line {
+    fn new(kind: RowKind, text: &str) -> Self {
+        Self {
+            kind,
+            text: SafeText::line(text),
+        }
+    }
+}
+
+/// Longest tool result text shown in full, in bytes; the rest is cut and labelled.
+pub const TOOL_TEXT_CAP: usize = 256 * 1024;
+/// Rows of a tool result shown in the thread; the tools pane has them all.
+pub const THREAD_TOOL_ROWS: usize = 12;
+
+/// The two documents built from one transcript.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Documents {
+    pub thread: Vec<Line>,
+    pub tools: Vec<Line>,
+}
+
+fn push_text(out: &mut Vec<Line>, kind: RowKind, text: &str) {
+    let clean = SafeText::lines(text);
+    for line in clean.as_str().split('\n') {
+        out.push(Line {
+            kind,
+            text: SafeText::line(line),
+        });
+    }
+}
+
+/// Cuts text at [`TOOL_TEXT_CAP`] (on a char boundary), saying how much was cut.
+fn capped(text: &str) -> (&str, Option<usize>) {
+    if text.len() <= TOOL_TEXT_CAP {
+        return (text, None);
+    }
+    let mut end = TOOL_TEXT_CAP;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    (&text[..end], Some(text.len() - end))
+}
+
+fn blocks(message: &Value) -> Vec<Value> {
+    match message.get("content") {
+        Some(Value::String(s)) => vec![serde_json::json!({"type": "text", "text": s})],
+        Some(Value::Array(items)) => items.clone(),
+        _ => Vec::new(),
+    }
+}
+
+fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+fn image_marker(block: &Value) -> String {
+    let mime = str_of(block, "mimeType");
+    if mime.is_empty() {
+        "[image omitted]".to_owned()
+    } else {
+        format!("[image omitted: {mime}]")
+    }
+}
+
+/// One argument value: strings as their own lines, anything else as pretty JSON.
+fn push_value(out: &mut Vec<Line>, key: &str, value: &Value) {
+    match value {
+        Value::String(s) if !s.contains('\n') => {
+            out.push(Line::new(RowKind::Body, &format!("  {key}: {s}")));
+        }
+        Value::String(s) => {
+            out.push(Line::new(RowKind::Dim, &format!("  {key}:")));
+            let (shown, cut) = capped(s);
+            for line in SafeText::lines(shown).as_str().split('\n') {
+                out.push(Line::new(RowKind::Body, &format!("    {line}")));
+            }
+            if let Some(cut) = cut {
+                out.push(Line::new(
+                    RowKind::Marker,
+                    &format!("    … [truncated: {cut} more bytes not shown]"),
+                ));
+            }
+        }
+        other => {
+            let pretty = serde_json::to_string_pretty(&clean_json(other)).unwrap_or_default();
+            let (shown, cut) = capped(&pretty);
+            for (i, line) in SafeText::lines(shown).as_str().split('\n').enumerate() {
+                let text = if i == 0 {
+                    format!("  {key}: {line}")
+                } else {
+                    format!("  {line}")
+                };
+                out.push(Line::new(RowKind::Body, &text));
+            }
+            if let Some(cut) = cut {
+                out.push(Line::new(
+                    RowKind::Marker,
+                    &format!("  … [truncated: {cut} more bytes not shown]"),
+                ));
+            }
+        }
+    }
+}
+
+/// A copy of `value` whose keys and strings are cleaned, so that escaped control
+/// sequences cannot show up as text either.
+pub(super) fn clean_json(value: &Value) -> Value {
+    match value {
+        Value::String(s) => Value::String(SafeText::lines(s).into_string()),
+        Value::Array(items) => Value::Array(items.iter().map(clean_json).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (SafeText::line(k).into_string(), clean_json(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+fn push_arguments(out: &mut Vec<Line>, arguments: Option<&Value>) {
+    match arguments {
+        Some(Value::Object(map)) if !map.is_empty() => {
+            for (k, v) in map {
+                push_value(out, k, v);
+            }
+        }
+        Some(Value::Object(_) | Value::Null) | None => {
+            out.push(Line::new(RowKind::Dim, "  (no arguments)"));
+        }
+        Some(other) => push_value(out, "arguments", other),
+    }
+}
+
+/// The result text of a `toolResult` message, and its images as markers.
+fn result_lines(message: &Value, error: bool) -> Vec<Line> {
+    let kind = if error { RowKind::Error } else { RowKind::Body };
+    let mut out = Vec::new();
+    for block in blocks(message) {
+        match str_of(&block, "type") {
+            "text" => {
+                let (shown, cut) = capped(str_of(&block, "text"));
+                push_text(&mut out, kind, shown);
+                if let Some(cut) = cut {
+                    out.push(Line::new(
+                        RowKind::Marker,
+                        &format!("… [truncated: {cut} more bytes not shown]"),
+                    ));
+                }
+            }
+            "image" => out.push(Line::new(RowKind::Marker, &image_marker(&block))),
+            other => out.push(Line::new(
+                RowKind::Marker,
+                &format!("[{other} content omitted]"),
+            )),
+        }
+    }
+    if out.is_empty() {
+        out.push(Line::new(RowKind::Dim, "(no output)"));
+    }
+    out
+}
+
+/// Builds the thread and tools documents from the messages of exactly one generation.
+pub fn documents(messages: &[Value]) -> Documents {
+    let mut thread = Vec::new();
+    let mut tools = Vec::new();
+    for message in messages {
+        let role = str_of(message, "role");
+        match role {
+            "user" => {
+                thread.push(Line::new(RowKind::User, "▌ user"));
+                for block in blocks(message) {
+                    match str_of(&block, "type") {
+                        "text" => push_text(&mut thread, RowKind::Body, str_of(&block, "text")),
+                        "image" => thread.push(Line::new(RowKind::Marker, &image_marker(&block))),
+                        _ => {}
+                    }
+                }
+            }
+            "assistant" => {
+                thread.push(Line::new(RowKind::Assistant, "▌ assistant"));
+                for block in blocks(message) {
+                    match str_of(&block, "type") {
+                        "text" => push_text(&mut thread, RowKind::Body, str_of(&block, "text")),
+                        // The thinking text is public; its signature is an opaque payload.
+                        "thinking" => {
+                            push_text(&mut thread, RowKind::Dim, str_of(&block, "thinking"));
+                        }
+                        "toolCall" => {
+                            let name = str_of(&block, "name");
+                            let args = block
+                                .get("arguments")
+                                .map(|a| clean_json(a).to_string())
+                                .unwrap_or_default();
+                            thread.push(Line::new(RowKind::Tool, &format!("→ {name} {args}")));
+                            tools.push(Line::new(
+                                RowKind::Tool,
+                                &format!("● {name}  call {}", str_of(&block, "id")),
+                            ));
+                            push_arguments(&mut tools, block.get("arguments"));
+                        }
+                        "image" => thread.push(Line::new(RowKind::Marker, &image_marker(&block))),
+                        _ => {}
+                    }
+                }
+                if str_of(message, "stopReason") == "error" {
+                    let error = str_of(message, "errorMessage");
+                    thread.push(Line::new(RowKind::Error, &format!("error: {error}")));
+                }
+            }
+            "toolResult" => {
+                let error = message.get("isError").and_then(Value::as_bool) == Some(true);
+                let name = str_of(message, "toolName");
+                let label = if error { " · error" } else { "" };
+                let kind = if error {
+                    RowKind::ToolError
+                } else {
+                    RowKind::Tool
+                };
+                thread.push(Line::new(kind, &format!("▌ tool {name}{label}")));
+                let lines = result_lines(message, error);
+                let more = lines.len().saturating_sub(THREAD_TOOL_ROWS);
+                thread.extend(lines.iter().take(THREAD_TOOL_ROWS).cloned());
+                if more > 0 {
+                    thread.push(Line::new(
+                        RowKind::Marker,
+                        &format!("… {more} more lines (Tab to tools for the full result)"),
+                    ));
+                }
+                tools.push(Line::new(
+                    kind,
+                    &format!("  result{label} (call {})", str_of(message, "toolCallId")),
+                ));
+                tools.extend(lines.into_iter().map(|mut l| {
+                    l.text = SafeText::line(&format!("    {}", l.text));
+                    l
+                }));
+            }
+            _ => {
+                thread.push(Line::new(RowKind::Dim, &format!("▌ {role}")));
+                for block in blocks(message) {
+                    if str_of(&block, "type") == "text" {
+                        push_text(&mut thread, RowKind::Dim, str_of(&block, "text"));
+                    }
+                }
+            }
+        }
+    }
+    Documents { thread, tools }
+}

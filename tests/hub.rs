@@ -1,0 +1,1118 @@
+//! The Subagent Hub: screens (insta, `TestBackend`), fitting at every width, key-sequence
+//! tests of every binding and refusal, and a terminal-injection corpus.
+
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::layout::Rect;
+use ratatui::widgets::Widget;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use slate::core::task::{Limits, Role};
+use slate::core::{
+    AgentPresence, ChildRef, ChildSnapshot, Presence, Status, Telemetry, Tokens, Window,
+};
+use slate::ui::hub::{
+    Action, Failure, Hub, HubOptions, HubView, Mode, Msg, NoticeKind, Pane, Prompt, UiEffect, step,
+};
+
+const NOW: u64 = 1_700_000_000_000;
+
+fn id(n: u128) -> Uuid {
+    Uuid::from_u128(0x1000_0000_0000_4000_8000_0000_0000_0000 + n)
+}
+
+fn r(n: u128, generation: u32) -> ChildRef {
+    ChildRef::new(id(n), generation)
+}
+
+fn root() -> Uuid {
+    Uuid::from_u128(0xffff_0000_0000_4000_8000_0000_0000_0000)
+}
+
+fn snap(n: u128, generation: u32, status: Status, assignment: &str) -> ChildSnapshot {
+    ChildSnapshot {
+        id: id(n),
+        generation,
+        parent_id: root(),
+        parent_generation: None,
+        depth: 1,
+        status,
+        profile: Role::Scout,
+        cwd: "/work/project".to_owned(),
+        assignment: assignment.to_owned(),
+        activity: None,
+        progress: None,
+        result: None,
+        model: Some("anthropic/claude-sonnet-4".to_owned()),
+        effort: Some("medium".to_owned()),
+        prewalk: None,
+        telemetry: Telemetry::default(),
+        error: None,
+        transcript: None,
+        limits: Limits {
+            deadline_ms: 600_000,
+            requests: 40,
+            tools: 80,
+            depth: 2,
+            spawns: 4,
+        },
+        limit_reason: None,
+        tool_calls: 0,
+        spawns: 0,
+        writer_lease: false,
+        disposed: status.is_terminal(),
+        created_at: NOW - 90_000 + u64::try_from(n).unwrap_or(0) * 1000,
+        ended_at: status.is_terminal().then_some(NOW - 10_000),
+        outcome: None,
+        artifacts: None,
+        tools: Vec::new(),
+        leaf_tools: Vec::new(),
+        skills: Vec::new(),
+        capability_denials: Vec::new(),
+        pause_reason: None,
+        retained_context: false,
+        retry: None,
+        window: Window {
+            number: 1,
+            started_at: NOW - 90_000,
+            deadline_at: NOW + 510_000,
+        },
+    }
+}
+
+/// A fleet with every kind of row: running with stats, a nested queued child, an identity
+/// with a history generation, idle, draining, cancelled.
+#[allow(clippy::many_single_char_names)]
+fn fleet() -> (Vec<ChildSnapshot>, Vec<AgentPresence>) {
+    let mut a = snap(
+        1,
+        1,
+        Status::Running,
+        "Map the storage layer\nand list every writer",
+    );
+    a.telemetry = Telemetry {
+        requests: Some(3),
+        tokens: Some(Tokens {
+            input: 9000,
+            output: 3400,
+            cache_read: 0,
+            cache_write: 0,
+            total: 12_400,
+        }),
+        cost: Some(0.0123),
+        context: None,
+    };
+    a.activity = Some("reading src/store.rs".to_owned());
+    a.tool_calls = 2;
+    a.spawns = 1;
+    let mut b = snap(2, 1, Status::Queued, "Patch the retry loop");
+    b.depth = 2;
+    b.parent_id = id(1);
+    b.parent_generation = Some(1);
+    b.profile = Role::Implementation;
+    let c1 = snap(3, 1, Status::Settled, "Survey the CLI flags");
+    let mut c2 = snap(3, 2, Status::Paused, "Continue the CLI survey");
+    c2.created_at = NOW - 30_000;
+    c2.disposed = false;
+    c2.ended_at = None;
+    let mut d = snap(4, 1, Status::Settled, "Review the parser");
+    d.profile = Role::Review;
+    d.result = Some("All parser tests pass; two edge cases noted".to_owned());
+    d.progress = Some("checked 14 files".to_owned());
+    let e = snap(5, 1, Status::Draining, "Write the changelog");
+    let f = snap(6, 1, Status::Cancelled, "Benchmark the codec");
+    let agents = vec![
+        AgentPresence {
+            id: id(1),
+            generation: 1,
+            presence: Presence::Active,
+        },
+        AgentPresence {
+            id: id(2),
+            generation: 1,
+            presence: Presence::Active,
+        },
+        AgentPresence {
+            id: id(3),
+            generation: 2,
+            presence: Presence::Paused,
+        },
+        AgentPresence {
+            id: id(4),
+            generation: 1,
+            presence: Presence::Idle,
+        },
+        AgentPresence {
+            id: id(5),
+            generation: 1,
+            presence: Presence::Active,
+        },
+        AgentPresence {
+            id: id(6),
+            generation: 1,
+            presence: Presence::Stopped,
+        },
+    ];
+    (vec![a, b, c1, c2, d, e, f], agents)
+}
+
+fn transcript() -> Vec<Value> {
+    vec![
+        json!({"role": "user", "content": "Map the storage layer and list every writer"}),
+        json!({"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "Start with the store module.", "thinkingSignature": "OPAQUE-SIGNATURE"},
+            {"type": "text", "text": "I'll read the store first."},
+            {"type": "toolCall", "id": "call-1", "name": "read", "arguments": {"path": "src/store.rs", "limit": 200}}
+        ], "stopReason": "toolUse"}),
+        json!({"role": "toolResult", "toolCallId": "call-1", "toolName": "read", "isError": false, "content": [
+            {"type": "text", "text": "pub mod paths;\npub mod events;\n\nfn write() {}"},
+            {"type": "image", "data": "iVBORw0KGgoAAAANSUhEUg", "mimeType": "image/png"}
+        ]}),
+        json!({"role": "assistant", "content": [
+            {"type": "text", "text": "Writers: events.rs appends, paths.rs creates directories."}
+        ], "stopReason": "stop"}),
+    ]
+}
+
+fn press(code: KeyCode) -> Msg {
+    Msg::Key(KeyEvent::new(code, KeyModifiers::NONE))
+}
+
+fn ctrl(c: char) -> Msg {
+    Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL))
+}
+
+fn chars(text: &str) -> Vec<Msg> {
+    text.chars().map(|c| press(KeyCode::Char(c))).collect()
+}
+
+struct Rig {
+    hub: Hub,
+    term: Terminal<TestBackend>,
+    effects: Vec<UiEffect>,
+    draws: usize,
+}
+
+impl Rig {
+    fn new(w: u16, h: u16) -> Self {
+        let (snapshots, agents) = fleet();
+        Self::with(w, h, snapshots, agents)
+    }
+
+    fn with(w: u16, h: u16, snapshots: Vec<ChildSnapshot>, agents: Vec<AgentPresence>) -> Self {
+        let mut rig = Self {
+            hub: Hub::new(
+                HubOptions {
+                    stall_after_ms: 60_000,
+                    title: "test".to_owned(),
+                },
+                NOW,
+            ),
+            term: Terminal::new(TestBackend::new(w, h)).expect("terminal"),
+            effects: Vec::new(),
+            draws: 0,
+        };
+        rig.send(vec![Msg::Loaded {
+            snapshots,
+            agents,
+            at: NOW,
+        }]);
+        rig
+    }
+
+    fn send(&mut self, msgs: Vec<Msg>) -> &mut Self {
+        let s = step(&mut self.hub, msgs, &mut self.term).expect("step");
+        self.draws += usize::from(s.drew);
+        self.effects.extend(s.effects);
+        self
+    }
+
+    fn key(&mut self, code: KeyCode) -> &mut Self {
+        self.send(vec![press(code)])
+    }
+
+    fn text(&mut self, text: &str) -> &mut Self {
+        self.send(chars(text))
+    }
+
+    /// Answers the pending transcript fetch of the selection.
+    fn answer_transcript(&mut self, messages: Vec<Value>) -> &mut Self {
+        let target = self.hub.selected().expect("selection");
+        assert!(
+            self.effects.contains(&UiEffect::FetchTranscript(target)),
+            "no fetch for {target}: {:?}",
+            self.effects
+        );
+        self.effects.clear();
+        self.send(vec![Msg::Transcript {
+            target,
+            result: Ok(messages),
+        }])
+    }
+
+    fn take_controls(&mut self) -> Vec<(u64, Action)> {
+        let out = self
+            .effects
+            .iter()
+            .filter_map(|e| match e {
+                UiEffect::Control { id, action } => Some((*id, action.clone())),
+                _ => None,
+            })
+            .collect();
+        self.effects.clear();
+        out
+    }
+
+    fn screen(&self) -> String {
+        buffer_text(self.term.backend().buffer())
+    }
+
+    fn notice(&self) -> String {
+        self.hub
+            .notice()
+            .map(|n| n.text.as_str().to_owned())
+            .unwrap_or_default()
+    }
+
+    fn select(&mut self, target: ChildRef) -> &mut Self {
+        for _ in 0..20 {
+            self.key(KeyCode::Up);
+        }
+        for _ in 0..20 {
+            if self.hub.selected() == Some(target) {
+                return self;
+            }
+            self.key(KeyCode::Down);
+        }
+        panic!("{target} not reachable; at {:?}", self.hub.selected());
+    }
+}
+
+fn buffer_text(buf: &Buffer) -> String {
+    let area = buf.area;
+    let mut out = String::new();
+    for y in 0..area.height {
+        let mut line = String::new();
+        for x in 0..area.width {
+            line.push_str(buf[(x, y)].symbol());
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+// ----- screens ----------------------------------------------------------------------------
+
+#[test]
+fn wide_thread_details_and_tools() {
+    let mut rig = Rig::new(120, 24);
+    rig.answer_transcript(transcript());
+    insta::assert_snapshot!("wide_thread", rig.screen());
+    rig.key(KeyCode::Tab);
+    assert_eq!(rig.hub.pane(), Pane::Details);
+    insta::assert_snapshot!("wide_details", rig.screen());
+    rig.key(KeyCode::Tab);
+    assert_eq!(rig.hub.pane(), Pane::Tools);
+    insta::assert_snapshot!("wide_tools", rig.screen());
+    rig.key(KeyCode::Tab);
+    assert_eq!(rig.hub.pane(), Pane::Thread);
+}
+
+#[test]
+fn compact_thread_details_and_tools() {
+    let mut rig = Rig::new(80, 20);
+    rig.answer_transcript(transcript());
+    insta::assert_snapshot!("compact_thread", rig.screen());
+    rig.key(KeyCode::Tab);
+    insta::assert_snapshot!("compact_details", rig.screen());
+    rig.key(KeyCode::Tab);
+    insta::assert_snapshot!("compact_tools", rig.screen());
+}
+
+#[test]
+fn tiny_shows_only_the_resize_placeholder() {
+    let mut rig = Rig::new(30, 6);
+    insta::assert_snapshot!("tiny", rig.screen());
+    let screen = rig.screen();
+    assert!(!screen.contains('─'), "no rule in tiny layouts");
+    // No actionable controls: x/s/p do nothing, Esc closes.
+    rig.key(KeyCode::Char('x'));
+    assert_eq!(rig.hub.mode(), &Mode::Browse);
+    assert!(rig.take_controls().is_empty());
+    rig.key(KeyCode::Esc);
+    assert!(rig.hub.should_quit());
+}
+
+#[test]
+fn empty_registry_renders_no_rows() {
+    let mut rig = Rig::with(120, 12, Vec::new(), Vec::new());
+    insta::assert_snapshot!("wide_empty", rig.screen());
+    rig.key(KeyCode::Char('x'));
+    assert!(rig.take_controls().is_empty());
+}
+
+#[test]
+fn prompts_and_overlays_at_every_size() {
+    for (w, h, name) in [
+        (120u16, 24u16, "wide"),
+        (80, 20, "compact"),
+        (30, 6, "tiny"),
+    ] {
+        let mut rig = Rig::new(w, h);
+        rig.key(KeyCode::Char('/')).text("stor");
+        insta::assert_snapshot!(format!("{name}_filter"), rig.screen());
+        rig.key(KeyCode::Esc);
+        rig.key(KeyCode::Char(':')).text("sort status");
+        insta::assert_snapshot!(format!("{name}_command"), rig.screen());
+        rig.key(KeyCode::Esc);
+        rig.key(KeyCode::Char('s')).text("focus on writers");
+        insta::assert_snapshot!(format!("{name}_steer_prompt"), rig.screen());
+        rig.key(KeyCode::Esc);
+        rig.key(KeyCode::Char('m')).text("status please");
+        insta::assert_snapshot!(format!("{name}_message_prompt"), rig.screen());
+        rig.key(KeyCode::Esc);
+        rig.key(KeyCode::Char('x'));
+        insta::assert_snapshot!(format!("{name}_stop_prompt"), rig.screen());
+        rig.key(KeyCode::Esc);
+        rig.key(KeyCode::Char(' '));
+        rig.key(KeyCode::Down).key(KeyCode::Char(' '));
+        rig.key(KeyCode::Char(':')).text("stop").key(KeyCode::Enter);
+        insta::assert_snapshot!(format!("{name}_bulk_stop"), rig.screen());
+        rig.key(KeyCode::Esc);
+        rig.key(KeyCode::Char('f'));
+        insta::assert_snapshot!(format!("{name}_followup_refused"), rig.screen());
+    }
+}
+
+#[test]
+fn a_pinned_prompt_that_cannot_show_its_identity_is_not_actionable() {
+    // 60 columns: compact, too narrow for "stop UUID@1 (running) and its subtree? …".
+    let mut rig = Rig::new(60, 20);
+    rig.key(KeyCode::Char('x'));
+    assert!(matches!(rig.hub.mode(), Mode::Prompt(Prompt::Stop { .. })));
+    assert!(!rig.hub.prompt_fits());
+    assert!(rig.screen().contains("enlarge the terminal"));
+    rig.key(KeyCode::Char('y'));
+    assert!(
+        rig.take_controls().is_empty(),
+        "y is ignored while the target is hidden"
+    );
+    rig.key(KeyCode::Esc);
+    assert_eq!(rig.hub.mode(), &Mode::Browse);
+}
+
+// ----- fitting ------------------------------------------------------------------------------
+
+/// Renders into a buffer wider than the area: nothing may be written right of it.
+#[test]
+fn every_line_fits_its_area_at_every_width() {
+    for w in [1u16, 4, 40, 80, 200] {
+        for h in [1u16, 6, 24, 60] {
+            for setup in 0..6 {
+                let (snapshots, agents) = fleet();
+                let mut hub = Hub::new(HubOptions::default(), NOW);
+                hub.update(Msg::Resize(w, h));
+                hub.update(Msg::Loaded {
+                    snapshots,
+                    agents,
+                    at: NOW,
+                });
+                hub.settle();
+                let target = hub.selected().expect("selection");
+                hub.update(Msg::Transcript {
+                    target,
+                    result: Ok(transcript()),
+                });
+                let keys: Vec<Msg> = match setup {
+                    0 => vec![],
+                    1 => vec![press(KeyCode::Tab)],
+                    2 => vec![press(KeyCode::Tab), press(KeyCode::Tab)],
+                    3 => chars("/storage layer and more text than fits"),
+                    4 => chars("sfocus on the writers please, all of them"),
+                    _ => {
+                        let mut k = chars(" ");
+                        k.push(press(KeyCode::Down));
+                        k.extend(chars(" :stop"));
+                        k.push(press(KeyCode::Enter));
+                        k
+                    }
+                };
+                for k in keys {
+                    hub.update(k);
+                }
+                hub.prepare();
+                let mut buf = Buffer::empty(Rect::new(0, 0, w + 8, h));
+                (&HubView::new(&hub)).render(Rect::new(0, 0, w, h), &mut buf);
+                for y in 0..h {
+                    for x in w..w + 8 {
+                        assert_eq!(
+                            buf[(x, y)].symbol(),
+                            " ",
+                            "width {w} height {h} setup {setup}: row {y} overflows at column {x}:\n{}",
+                            buffer_text(&buf)
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+// ----- key sequences ------------------------------------------------------------------------
+
+#[test]
+fn arrows_move_the_selection_through_history_rows_and_refetch() {
+    let mut rig = Rig::new(120, 24);
+    assert_eq!(rig.hub.selected(), Some(r(1, 1)));
+    rig.effects.clear();
+    rig.key(KeyCode::Down);
+    assert_eq!(
+        rig.hub.selected(),
+        Some(r(2, 1)),
+        "the nested child follows its parent"
+    );
+    assert!(rig.effects.contains(&UiEffect::FetchTranscript(r(2, 1))));
+    rig.key(KeyCode::Down);
+    assert_eq!(
+        rig.hub.selected(),
+        Some(r(3, 1)),
+        "a history row is selectable"
+    );
+    rig.key(KeyCode::Down);
+    assert_eq!(rig.hub.selected(), Some(r(3, 2)));
+    rig.key(KeyCode::Up)
+        .key(KeyCode::Up)
+        .key(KeyCode::Up)
+        .key(KeyCode::Up);
+    assert_eq!(rig.hub.selected(), Some(r(1, 1)));
+    // Current fleet counts exclude the old generation.
+    let counts = rig.hub.roster().counts();
+    assert_eq!(counts.current, 6);
+    assert_eq!(counts.history, 1);
+}
+
+#[test]
+fn thread_opens_live_detaches_on_scroll_up_and_resumes_at_the_bottom() {
+    let mut rig = Rig::new(120, 12);
+    let long: Vec<Value> = (0..60)
+        .map(|i| json!({"role": "assistant", "content": [{"type": "text", "text": format!("line {i}")}]}))
+        .collect();
+    rig.answer_transcript(long);
+    assert!(rig.hub.is_live());
+    assert!(rig.screen().contains("line 59"));
+    rig.key(KeyCode::Char('k'));
+    assert!(!rig.hub.is_live(), "k detaches");
+    assert!(rig.screen().contains("READING"));
+    rig.key(KeyCode::Char('j'));
+    assert!(rig.hub.is_live(), "reaching the bottom resumes");
+    rig.key(KeyCode::Home);
+    assert!(!rig.hub.is_live());
+    assert_eq!(rig.hub.scroll_of(Pane::Thread).offset, 0);
+    assert!(rig.screen().contains("line 0"));
+    rig.send(vec![ctrl('d')]);
+    assert!(rig.hub.scroll_of(Pane::Thread).offset > 0);
+    rig.send(vec![ctrl('u')]);
+    assert_eq!(rig.hub.scroll_of(Pane::Thread).offset, 0);
+    rig.key(KeyCode::PageDown);
+    assert!(rig.hub.scroll_of(Pane::Thread).offset > 0);
+    rig.key(KeyCode::PageUp);
+    rig.key(KeyCode::End);
+    assert!(rig.hub.is_live());
+    // A READING thread does not follow appended output.
+    rig.key(KeyCode::Char('k'));
+    let before = rig.hub.scroll_of(Pane::Thread).offset;
+    let target = rig.hub.selected().expect("selection");
+    let more: Vec<Value> = (0..80)
+        .map(|i| json!({"role": "assistant", "content": [{"type": "text", "text": format!("line {i}")}]}))
+        .collect();
+    rig.send(vec![Msg::Transcript {
+        target,
+        result: Ok(more),
+    }]);
+    assert_eq!(rig.hub.scroll_of(Pane::Thread).offset, before);
+    assert!(!rig.hub.is_live());
+}
+
+#[test]
+fn details_and_tools_open_at_the_top_without_following() {
+    let mut rig = Rig::new(120, 12);
+    rig.answer_transcript(transcript());
+    rig.key(KeyCode::Tab);
+    assert_eq!(rig.hub.scroll_of(Pane::Details).offset, 0);
+    assert!(rig.screen().contains("identity"));
+    rig.key(KeyCode::End);
+    assert!(rig.hub.scroll_of(Pane::Details).offset > 0);
+    rig.key(KeyCode::Tab).key(KeyCode::Tab).key(KeyCode::Tab);
+    assert_eq!(rig.hub.pane(), Pane::Details);
+    assert_eq!(
+        rig.hub.scroll_of(Pane::Details).offset,
+        0,
+        "reopens at the top"
+    );
+    rig.key(KeyCode::Tab);
+    assert_eq!(rig.hub.pane(), Pane::Tools);
+    assert_eq!(rig.hub.scroll_of(Pane::Tools).offset, 0);
+    rig.send(vec![Msg::Key(KeyEvent::new(
+        KeyCode::BackTab,
+        KeyModifiers::SHIFT,
+    ))]);
+    assert_eq!(rig.hub.pane(), Pane::Details);
+}
+
+#[test]
+fn filter_searches_result_progress_and_identity_and_inverts() {
+    let mut rig = Rig::new(120, 24);
+    rig.key(KeyCode::Char('/')).text("edge cases");
+    assert_eq!(rig.hub.roster().rows(), &[r(4, 1)], "result text matches");
+    rig.key(KeyCode::Enter);
+    assert_eq!(rig.hub.selected(), Some(r(4, 1)));
+    // Editing starts at the end of the prefilled filter.
+    rig.key(KeyCode::Char('/'));
+    rig.key(KeyCode::Backspace)
+        .key(KeyCode::Backspace)
+        .key(KeyCode::Backspace);
+    assert_eq!(rig.hub.filter_text(), "edge ca");
+    rig.key(KeyCode::Esc);
+    assert_eq!(
+        rig.hub.filter_text(),
+        "edge cases",
+        "Esc restores the filter"
+    );
+    rig.send(vec![press(KeyCode::Char(':'))])
+        .text("filter checked 14")
+        .key(KeyCode::Enter);
+    assert_eq!(rig.hub.roster().rows(), &[r(4, 1)], "progress matches");
+    let identity = r(3, 2).to_string();
+    rig.key(KeyCode::Char(':'))
+        .text(&format!("filter {identity}"))
+        .key(KeyCode::Enter);
+    assert_eq!(
+        rig.hub.roster().rows(),
+        &[r(3, 2)],
+        "exact identity matches"
+    );
+    rig.key(KeyCode::Char(':'))
+        .text("filter !settled")
+        .key(KeyCode::Enter);
+    assert!(
+        rig.hub
+            .roster()
+            .rows()
+            .iter()
+            .all(|x| *x != r(4, 1) && *x != r(3, 1))
+    );
+    assert_eq!(rig.hub.roster().rows().len(), 5);
+    rig.key(KeyCode::Char('/'));
+    for _ in 0.."!settled".len() {
+        rig.key(KeyCode::Backspace);
+    }
+    rig.text("!").key(KeyCode::Enter);
+    assert_eq!(rig.hub.roster().rows().len(), 7, "a bare ! filters nothing");
+}
+
+#[test]
+fn sort_command_orders_and_refuses_unknown_keys() {
+    let mut rig = Rig::new(120, 24);
+    rig.key(KeyCode::Char(':'))
+        .text("sort newest")
+        .key(KeyCode::Enter);
+    assert_eq!(rig.hub.roster().rows()[0], r(3, 2));
+    rig.key(KeyCode::Char(':'))
+        .text("sort cost")
+        .key(KeyCode::Enter);
+    assert_eq!(
+        rig.hub.roster().rows()[0],
+        r(1, 1),
+        "the only known cost first"
+    );
+    rig.key(KeyCode::Char(':'))
+        .text("sort status")
+        .key(KeyCode::Enter);
+    assert_eq!(rig.hub.roster().rows()[0], r(1, 1), "running first");
+    rig.key(KeyCode::Char(':'))
+        .text("sort size")
+        .key(KeyCode::Enter);
+    assert!(rig.notice().contains("usage: :sort"));
+    rig.key(KeyCode::Char(':'))
+        .text("frobnicate")
+        .key(KeyCode::Enter);
+    assert!(rig.notice().contains("unknown command"));
+}
+
+#[test]
+fn steer_is_pinned_to_a_running_target() {
+    let mut rig = Rig::new(120, 24);
+    rig.key(KeyCode::Char('s'));
+    assert!(
+        rig.screen().contains(&format!("steer {}", r(1, 1))),
+        "identity shown"
+    );
+    rig.text("focus").key(KeyCode::Enter);
+    let sent = rig.take_controls();
+    assert_eq!(
+        sent.iter().map(|(_, a)| a.clone()).collect::<Vec<_>>(),
+        vec![Action::Steer {
+            target: r(1, 1),
+            text: "focus".to_owned()
+        }]
+    );
+    assert_eq!(sent[0].1.params()["target"], r(1, 1).to_string());
+    // The receipt shows its real state.
+    rig.send(vec![Msg::ControlDone {
+        id: sent[0].0,
+        result: Ok(json!({"kind": "message", "message": {"id": 7, "status": "queued"}})),
+    }]);
+    assert!(
+        rig.notice().contains("receipt 7 is queued"),
+        "{}",
+        rig.notice()
+    );
+    assert!(rig.notice().contains("not a model acknowledgement"));
+    // Queued, history, paused targets refuse without dispatching.
+    for target in [r(2, 1), r(3, 1), r(3, 2)] {
+        rig.select(target).key(KeyCode::Char('s'));
+        assert_eq!(rig.hub.mode(), &Mode::Browse);
+        assert!(
+            rig.notice().starts_with("refused"),
+            "{target}: {}",
+            rig.notice()
+        );
+        assert!(rig.take_controls().is_empty());
+    }
+}
+
+#[test]
+fn steer_refuses_when_the_target_stops_running_while_the_prompt_is_open() {
+    let mut rig = Rig::new(120, 24);
+    rig.key(KeyCode::Char('s')).text("focus");
+    let mut changed = fleet().0.remove(0);
+    changed.status = Status::Draining;
+    rig.send(vec![Msg::Registry {
+        child: Box::new(changed),
+        at: NOW + 1,
+    }]);
+    rig.key(KeyCode::Enter);
+    assert!(rig.take_controls().is_empty());
+    assert!(rig.notice().contains("draining"), "{}", rig.notice());
+}
+
+#[test]
+fn message_goes_to_the_root_message_authority_and_shows_the_receipt() {
+    let mut rig = Rig::new(120, 24);
+    rig.key(KeyCode::Char('m'));
+    assert!(
+        rig.screen()
+            .contains(&format!("message {} (root inbox)", r(1, 1)))
+    );
+    rig.text("status?").key(KeyCode::Enter);
+    let sent = rig.take_controls();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].1.method(), "message");
+    assert_eq!(sent[0].1.params()["mode"], "inbox");
+    rig.send(vec![Msg::ControlDone {
+        id: sent[0].0,
+        result: Ok(json!({"kind": "message", "message": {"id": 9, "status": "accepted"}})),
+    }]);
+    assert!(rig.notice().contains("receipt 9 is accepted"));
+    // A refusal keeps the coordinator's code.
+    rig.key(KeyCode::Char('m'))
+        .text("again")
+        .key(KeyCode::Enter);
+    let sent = rig.take_controls();
+    rig.send(vec![Msg::ControlDone {
+        id: sent[0].0,
+        result: Err(Failure {
+            code: Some("not-addressable".to_owned()),
+            message: "target: not a direct child".to_owned(),
+        }),
+    }]);
+    assert!(rig.notice().contains("refused [not-addressable]"));
+    // An empty message is not sent.
+    rig.key(KeyCode::Char('m')).key(KeyCode::Enter);
+    assert!(rig.take_controls().is_empty());
+}
+
+#[test]
+fn wait_is_bounded_to_one_second() {
+    let mut rig = Rig::new(120, 24);
+    rig.key(KeyCode::Char('w'));
+    let sent = rig.take_controls();
+    assert_eq!(sent[0].1, Action::Wait { target: r(1, 1) });
+    assert_eq!(sent[0].1.params()["timeoutMs"], 1000);
+    rig.send(vec![Msg::ControlDone {
+        id: sent[0].0,
+        result: Ok(json!({"kind": "wait", "result": {"kind": "timeout"}})),
+    }]);
+    assert!(rig.notice().contains("no outcome within 1000 ms"));
+}
+
+#[test]
+fn stop_needs_y_and_refuses_historical_pausing_draining_and_disposed_targets() {
+    let mut rig = Rig::new(120, 24);
+    rig.key(KeyCode::Char('x'));
+    assert!(matches!(rig.hub.mode(), Mode::Prompt(Prompt::Stop { target }) if *target == r(1, 1)));
+    assert!(rig.take_controls().is_empty(), "nothing before y");
+    rig.key(KeyCode::Char('n'));
+    assert_eq!(rig.hub.mode(), &Mode::Browse);
+    rig.key(KeyCode::Char('x')).key(KeyCode::Char('y'));
+    assert_eq!(rig.take_controls()[0].1, Action::Stop { target: r(1, 1) });
+    // Queued and paused targets are accepted.
+    for target in [r(2, 1), r(3, 2)] {
+        rig.select(target)
+            .key(KeyCode::Char('x'))
+            .key(KeyCode::Char('y'));
+        assert_eq!(rig.take_controls()[0].1, Action::Stop { target });
+    }
+    // History, disposed (settled), draining, cancelled refuse at once.
+    rig.key(KeyCode::Up).key(KeyCode::Up);
+    for target in [r(3, 1), r(4, 1), r(5, 1), r(6, 1)] {
+        rig.select(target).key(KeyCode::Char('x'));
+        assert_eq!(rig.hub.mode(), &Mode::Browse, "{target}");
+        assert!(
+            rig.notice().starts_with("refused"),
+            "{target}: {}",
+            rig.notice()
+        );
+        assert!(rig.take_controls().is_empty());
+    }
+}
+
+#[test]
+fn stop_refuses_when_the_target_changes_state_while_the_prompt_is_open() {
+    for later in [Status::Pausing, Status::Draining, Status::Settled] {
+        let mut rig = Rig::new(120, 24);
+        rig.key(KeyCode::Char('x'));
+        let mut changed = fleet().0.remove(0);
+        changed.status = later;
+        changed.disposed = later.is_terminal();
+        rig.send(vec![Msg::Registry {
+            child: Box::new(changed),
+            at: NOW + 5,
+        }]);
+        assert!(rig.screen().contains("y will refuse"), "{later}");
+        rig.key(KeyCode::Char('y'));
+        assert!(rig.take_controls().is_empty(), "{later}");
+        assert!(
+            rig.notice().starts_with("refused"),
+            "{later}: {}",
+            rig.notice()
+        );
+    }
+    // A newer generation makes the pinned one historical.
+    let mut rig = Rig::new(120, 24);
+    rig.key(KeyCode::Char('x'));
+    let mut newer = snap(1, 2, Status::Queued, "Map again");
+    newer.created_at = NOW;
+    rig.send(vec![Msg::Registry {
+        child: Box::new(newer),
+        at: NOW + 5,
+    }]);
+    rig.key(KeyCode::Char('y'));
+    assert!(rig.take_controls().is_empty());
+    assert!(rig.notice().contains("historical generation"));
+}
+
+#[test]
+fn park_takes_only_the_disposed_idle_current_identity() {
+    let mut rig = Rig::new(120, 24);
+    rig.select(r(4, 1)).key(KeyCode::Char('p'));
+    let sent = rig.take_controls();
+    assert_eq!(sent[0].1, Action::Park { target: r(4, 1) });
+    rig.send(vec![Msg::ControlDone {
+        id: sent[0].0,
+        result: Ok(json!({"kind": "snapshot", "child": {"status": "settled", "disposed": true}})),
+    }]);
+    assert!(
+        rig.effects.contains(&UiEffect::RefreshAgents),
+        "presence re-read after park"
+    );
+    for target in [r(1, 1), r(3, 1), r(3, 2), r(6, 1)] {
+        rig.select(target).key(KeyCode::Char('p'));
+        assert!(rig.take_controls().is_empty(), "{target}");
+        assert!(
+            rig.notice().starts_with("refused"),
+            "{target}: {}",
+            rig.notice()
+        );
+    }
+}
+
+#[test]
+fn followup_and_revive_explain_and_dispatch_nothing() {
+    let mut rig = Rig::new(120, 24);
+    rig.select(r(4, 1));
+    rig.effects.clear();
+    for c in ['f', 'r'] {
+        rig.key(KeyCode::Char(c));
+        assert!(
+            rig.effects.is_empty(),
+            "{c} allocates and dispatches nothing"
+        );
+        assert_eq!(rig.hub.notice().map(|n| n.kind), Some(NoticeKind::Refusal));
+        assert!(rig.notice().contains("nothing was sent"));
+    }
+}
+
+#[test]
+fn marks_and_bulk_stop_list_every_target_before_confirming() {
+    let mut rig = Rig::new(120, 24);
+    rig.key(KeyCode::Char(' '));
+    rig.select(r(2, 1)).key(KeyCode::Char(' '));
+    rig.select(r(5, 1)).key(KeyCode::Char(' '));
+    assert_eq!(rig.hub.marks().len(), 3);
+    rig.key(KeyCode::Char(':')).text("stop").key(KeyCode::Enter);
+    let screen = rig.screen();
+    for target in [r(1, 1), r(2, 1), r(5, 1)] {
+        assert!(
+            screen.contains(&target.to_string()),
+            "{target} listed:\n{screen}"
+        );
+    }
+    assert!(
+        screen.contains("will be refused"),
+        "the draining one is flagged"
+    );
+    assert!(rig.take_controls().is_empty());
+    rig.key(KeyCode::Char('y'));
+    let sent = rig.take_controls();
+    assert_eq!(
+        sent[0].1,
+        Action::StopMany {
+            targets: vec![r(1, 1), r(2, 1)]
+        }
+    );
+    assert!(rig.notice().contains("refused"));
+    assert!(rig.hub.marks().is_empty());
+    // Space toggles a mark off; :unmark clears all.
+    rig.key(KeyCode::Char(' ')).key(KeyCode::Char(' '));
+    assert!(rig.hub.marks().is_empty());
+    rig.key(KeyCode::Char(' '));
+    rig.key(KeyCode::Char(':'))
+        .text("unmark")
+        .key(KeyCode::Enter);
+    assert!(rig.hub.marks().is_empty());
+}
+
+#[test]
+fn bulk_steer_sends_one_steer_per_running_target() {
+    let mut rig = Rig::new(120, 24);
+    rig.key(KeyCode::Char(' '));
+    rig.select(r(2, 1)).key(KeyCode::Char(' '));
+    rig.key(KeyCode::Char(':'))
+        .text("steer wrap up")
+        .key(KeyCode::Enter);
+    assert!(rig.take_controls().is_empty());
+    rig.key(KeyCode::Char('y'));
+    let sent: Vec<Action> = rig.take_controls().into_iter().map(|(_, a)| a).collect();
+    assert_eq!(
+        sent,
+        vec![Action::Steer {
+            target: r(1, 1),
+            text: "wrap up".to_owned()
+        }]
+    );
+    // :steer without marks steers the selection; without text it explains.
+    rig.select(r(1, 1));
+    rig.key(KeyCode::Char(':'))
+        .text("steer now")
+        .key(KeyCode::Enter);
+    assert_eq!(rig.take_controls().len(), 1);
+    rig.key(KeyCode::Char(':'))
+        .text("steer")
+        .key(KeyCode::Enter);
+    assert!(rig.notice().contains("usage"));
+    // :stop without marks opens the pinned stop prompt.
+    rig.key(KeyCode::Char(':')).text("stop").key(KeyCode::Enter);
+    assert!(matches!(rig.hub.mode(), Mode::Prompt(Prompt::Stop { .. })));
+}
+
+#[test]
+fn q_and_esc_close() {
+    let mut rig = Rig::new(120, 24);
+    rig.key(KeyCode::Char('q'));
+    assert!(rig.hub.should_quit());
+    let mut rig = Rig::new(120, 24);
+    rig.key(KeyCode::Char('/')).key(KeyCode::Esc);
+    assert!(!rig.hub.should_quit(), "Esc closes the filter first");
+    rig.key(KeyCode::Esc);
+    assert!(rig.hub.should_quit());
+}
+
+#[test]
+fn stalled_only_from_observed_registry_timing() {
+    let mut rig = Rig::new(120, 24);
+    rig.send(vec![Msg::Tick(NOW + 59_000)]);
+    assert!(!rig.screen().contains("stalled"));
+    rig.send(vec![Msg::Tick(NOW + 61_000)]);
+    assert!(rig.screen().contains("stalled 1m01s"), "{}", rig.screen());
+    // A registry change resets it.
+    let a = fleet().0.remove(0);
+    rig.send(vec![Msg::Registry {
+        child: Box::new(a),
+        at: NOW + 61_500,
+    }]);
+    assert!(!rig.screen().contains("stalled"));
+}
+
+#[test]
+fn retrying_and_rate_limited_come_from_the_snapshot() {
+    let (mut snapshots, agents) = fleet();
+    snapshots[0].retry = Some(slate::core::Retry {
+        attempt: 1,
+        max_attempts: 3,
+        delay_ms: 2000,
+        rate_limited: false,
+    });
+    snapshots[5].retry = Some(slate::core::Retry {
+        attempt: 2,
+        max_attempts: 3,
+        delay_ms: 4000,
+        rate_limited: true,
+    });
+    let mut rig = Rig::with(200, 24, snapshots, agents);
+    let screen = rig.screen();
+    assert!(screen.contains("retrying 1/3 after 2.0s"), "{screen}");
+    assert!(
+        screen.contains("rate-limited, retry 2/3 after 4.0s"),
+        "{screen}"
+    );
+    rig.key(KeyCode::Tab);
+    assert!(rig.screen().contains("status      running · retrying 1/3"));
+    // Without a reported retry nothing of the kind is shown, whatever the text says.
+    let (mut snapshots, agents) = fleet();
+    snapshots[0].activity = Some("retrying after 429 rate limit".to_owned());
+    let rig = Rig::with(200, 24, snapshots, agents);
+    assert!(!rig.screen().contains("rate-limited"));
+}
+
+#[test]
+fn idle_draws_nothing_and_the_clock_ticks_only_with_an_active_row_visible() {
+    // Only terminal rows: ticks change nothing, so nothing is drawn.
+    let (snapshots, agents) = fleet();
+    let done: Vec<ChildSnapshot> = snapshots
+        .into_iter()
+        .filter(|s| s.status.is_terminal())
+        .collect();
+    let mut rig = Rig::with(120, 24, done, agents.clone());
+    let before = rig.draws;
+    assert!(!rig.hub.wants_tick());
+    for s in 1..=60 {
+        rig.send(vec![Msg::Tick(NOW + s * 1000)]);
+    }
+    assert_eq!(rig.draws, before);
+    // An active row on screen: one draw per tick.
+    let mut rig = Rig::new(120, 24);
+    assert!(rig.hub.wants_tick());
+    let before = rig.draws;
+    for s in 1..=10 {
+        rig.send(vec![Msg::Tick(NOW + s * 1000)]);
+    }
+    assert_eq!(rig.draws, before + 10);
+    // Many messages in one batch draw once.
+    let before = rig.draws;
+    let a = fleet().0.remove(0);
+    let burst: Vec<Msg> = (0..100)
+        .map(|i| Msg::Registry {
+            child: Box::new(a.clone()),
+            at: NOW + 20_000 + i,
+        })
+        .collect();
+    rig.send(burst);
+    assert_eq!(rig.draws, before + 1);
+}
+
+#[test]
+fn a_changed_selected_generation_refetches_its_transcript_one_at_a_time() {
+    let mut rig = Rig::new(120, 24);
+    rig.answer_transcript(transcript());
+    let a = fleet().0.remove(0);
+    rig.send(vec![Msg::Registry {
+        child: Box::new(a.clone()),
+        at: NOW + 1,
+    }]);
+    assert!(rig.effects.contains(&UiEffect::FetchTranscript(r(1, 1))));
+    rig.effects.clear();
+    rig.send(vec![Msg::Registry {
+        child: Box::new(a),
+        at: NOW + 2,
+    }]);
+    assert!(
+        !rig.effects.contains(&UiEffect::FetchTranscript(r(1, 1))),
+        "one fetch in flight at a time"
+    );
+    rig.send(vec![Msg::Transcript {
+        target: r(1, 1),
+        result: Ok(transcript()),
+    }]);
+    assert!(
+        rig.effects.contains(&UiEffect::FetchTranscript(r(1, 1))),
+        "then refetched"
+    );
+}
+
+// ----- terminal injection -------------------------------------------------------------------
+
+const CORPUS: &[&str] = &[
+    "\u{1b}[2J\u{1b}[31mCSI\u{1b}[0m",
+    "\u{1b}]52;c;ZXZpbA==\u{7}",
+    "\u{1b}]8;;https://evil.example\u{1b}\\link\u{1b}]8;;\u{1b}\\",
+    "\u{1b}Pq#0;2;0;0;0\u{1b}\\",
+    "\u{9b}6n\u{9d}0;title\u{9c}\u{85}",
+    "\u{202e}txt.exe\u{2066}",
+    "\u{1b}c",
+    "\u{7}\u{8}\u{7f}",
+];
+
+fn hostile() -> String {
+    format!("payload {}", CORPUS.concat())
+}
+
+#[test]
+fn injection_corpus_never_reaches_the_buffer() {
+    let (mut snapshots, agents) = fleet();
+    snapshots[0].assignment = hostile();
+    snapshots[0].activity = Some(hostile());
+    snapshots[0].result = Some(hostile());
+    snapshots[0].error = Some(hostile());
+    let messages = vec![
+        json!({"role": "user", "content": hostile()}),
+        json!({"role": "assistant", "content": [
+            {"type": "text", "text": hostile()},
+            {"type": "toolCall", "id": hostile(), "name": hostile(), "arguments": {hostile(): hostile(), "n": [hostile()]}}
+        ]}),
+        json!({"role": "toolResult", "toolCallId": "x", "toolName": hostile(), "isError": true,
+               "content": [{"type": "text", "text": hostile()}]}),
+    ];
+    for (w, h) in [(200u16, 60u16), (80, 24), (40, 10)] {
+        let mut rig = Rig::with(w, h, snapshots.clone(), agents.clone());
+        rig.answer_transcript(messages.clone());
+        for pane in 0..3 {
+            let buf = rig.term.backend().buffer().clone();
+            for cell in buf.content() {
+                for c in cell.symbol().chars() {
+                    assert!(
+                        !c.is_control()
+                            && !matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{61c}'),
+                        "pane {pane} at {w}x{h}: control {c:?} in the buffer"
+                    );
+                }
+            }
+            let text = buffer_text(&buf);
+            for leaked in ["52;c", "evil.example", "#0;2", "6n", "0;title"] {
+                assert!(
+                    !text.contains(leaked),
+                    "{leaked} leaked in pane {pane}:\n{text}"
+                );
+            }
+            rig.key(KeyCode::Tab);
+        }
+        // The steer prompt and a refusal notice carry the same cleaning.
+        rig.key(KeyCode::Char('s')).text("x");
+        let text = rig.screen();
+        assert!(!text.lines().any(|l| l.chars().any(char::is_control)));
+    }
+}
