@@ -104,6 +104,16 @@ pub enum KickoffSource {
     Project,
 }
 
+impl KickoffSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KickoffSource::Focus => "focus",
+            KickoffSource::Home => "home",
+            KickoffSource::Project => "project",
+        }
+    }
+}
+
 /// `slate-handoff-purpose`: one handoff attempt of one session.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
