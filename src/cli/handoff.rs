@@ -181,7 +181,12 @@ fn handoff_text(r: &HandoffReport) -> String {
     let _ = write!(t, "\n  episodes: {}", r.episodes);
     match &r.kickoff {
         Some(k) => {
-            let _ = write!(t, "\n  kickoff: {} chars from {}", k.chars, k.source.as_str());
+            let _ = write!(
+                t,
+                "\n  kickoff: {} chars from {}",
+                k.chars,
+                k.source.as_str()
+            );
         }
         None => t.push_str("\n  kickoff: none"),
     }

@@ -68,6 +68,13 @@ impl Default for ProcScan {
     }
 }
 
+impl ProcScan {
+    /// A scan of another `/proc`-shaped tree (tests build one).
+    pub fn with_root(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+}
+
 impl LiveProbe for ProcScan {
     fn holder(&self, file: &Path, session_cwd: Option<&Path>) -> Option<Holder> {
         let file = fs::canonicalize(file).unwrap_or_else(|_| file.to_owned());
