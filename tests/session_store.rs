@@ -2,9 +2,13 @@
 //! session for a directory, and the live-pi probe.
 
 #![allow(clippy::unwrap_used, reason = "test fixtures fail loudly")]
+#![allow(
+    clippy::items_after_statements,
+    reason = "row types next to their tables"
+)]
 
 use std::fs;
-use std::os::unix::fs::symlink;
+use std::os::unix::fs::{PermissionsExt as _, symlink};
 use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
@@ -101,7 +105,7 @@ fn parse_table() {
             r#"{"type":"session","version":3}"#.to_owned(),
             Err("without a string `id`"),
         ),
-        (r#"[1,2]"#.to_owned(), Err("not a `session` header")),
+        ("[1,2]".to_owned(), Err("not a `session` header")),
     ];
     for (bytes, want) in rows {
         let got = session::parse(Path::new("f.jsonl"), bytes.as_bytes());
@@ -260,7 +264,6 @@ fn create_session_writes_pis_header_and_name() {
     );
     let v = lines(&s.path);
     assert_eq!(v[1]["parentId"], Value::Null);
-    use std::os::unix::fs::PermissionsExt as _;
     assert_eq!(
         fs::metadata(&s.path).unwrap().permissions().mode() & 0o777,
         0o600
