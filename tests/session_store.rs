@@ -321,10 +321,28 @@ fn fake_proc(
     env: &[(&str, &str)],
     fd: Option<&Path>,
 ) {
+    fake_proc_child(root, pid, 1, comm, cwd, env, fd);
+}
+
+/// The same, with a parent process id.
+fn fake_proc_child(
+    root: &Path,
+    pid: u32,
+    parent: u32,
+    comm: &str,
+    cwd: &Path,
+    env: &[(&str, &str)],
+    fd: Option<&Path>,
+) {
     let d = root.join(pid.to_string());
     fs::create_dir_all(d.join("fd")).unwrap();
     fs::write(d.join("comm"), format!("{comm}\n")).unwrap();
     fs::write(d.join("cmdline"), format!("{comm}\0")).unwrap();
+    fs::write(
+        d.join("status"),
+        format!("Name:\t{comm}\nPPid:\t{parent}\n"),
+    )
+    .unwrap();
     symlink(cwd, d.join("cwd")).unwrap();
     let environ: Vec<u8> = env
         .iter()
@@ -428,6 +446,25 @@ fn live_probe_table() {
         );
         let got = ProcScan::with_root(&root).holder(&file, Some(&project));
         assert_eq!(got.is_some(), want, "{what}: {got:?}");
+    }
+    // Slate's own pi workers (parent `slate`) block only while they hold the file open.
+    for (n, (fd, want)) in [(None, false), (Some(file.as_path()), true)]
+        .into_iter()
+        .enumerate()
+    {
+        let root = base.join(format!("worker{n}"));
+        fake_proc(&root, 100, "slate", &project, &[], None);
+        fake_proc_child(
+            &root,
+            101,
+            100,
+            "pi",
+            &project,
+            &[("PI_CODING_AGENT_DIR", &agent_s)],
+            fd,
+        );
+        let got = ProcScan::with_root(&root).holder(&file, Some(&project));
+        assert_eq!(got.is_some(), want, "worker with fd {fd:?}: {got:?}");
     }
 }
 

@@ -15,7 +15,9 @@
 //!    from its environment (`PI_CODING_AGENT_DIR`, `HOME`) and working directory.
 //!
 //! A pi process is one whose `comm` or title is `pi` or `pi-rpc`, or whose command line
-//! names `pi-coding-agent`.
+//! names `pi-coding-agent`. A pi whose parent process is `slate` is one of Slate's own workers:
+//! it writes only its transcripts under the `--session-dir` Slate gave it, so only rule 1
+//! applies to it (a fleet working in the project directory does not block a handoff).
 //!
 //! # Limits (documented in docs/handoff.md)
 //! * It is conservative: a pi working in the same project on *another* session also blocks.
@@ -93,7 +95,13 @@ impl LiveProbe for ProcScan {
             if pid == me || !is_pi(&entry.path()) {
                 continue;
             }
-            if let Some(why) = uses(&entry.path(), &file, dir.as_deref(), cwd.as_deref()) {
+            if let Some(why) = uses(
+                &self.root,
+                &entry.path(),
+                &file,
+                dir.as_deref(),
+                cwd.as_deref(),
+            ) {
                 return Some(Holder { pid, why });
             }
         }
@@ -120,13 +128,37 @@ fn is_pi(proc_dir: &Path) -> bool {
             .any(|w| w == b"pi-coding-agent")
 }
 
-fn uses(proc_dir: &Path, file: &Path, dir: Option<&Path>, cwd: Option<&Path>) -> Option<String> {
+/// Whether the process's parent is a `slate` process (then it is a Slate worker).
+fn is_slate_worker(root: &Path, proc_dir: &Path) -> bool {
+    let Ok(status) = fs::read_to_string(proc_dir.join("status")) else {
+        return false;
+    };
+    let Some(ppid) = status
+        .lines()
+        .find_map(|l| l.strip_prefix("PPid:"))
+        .map(str::trim)
+    else {
+        return false;
+    };
+    fs::read_to_string(root.join(ppid).join("comm")).is_ok_and(|c| c.trim() == "slate")
+}
+
+fn uses(
+    root: &Path,
+    proc_dir: &Path,
+    file: &Path,
+    dir: Option<&Path>,
+    cwd: Option<&Path>,
+) -> Option<String> {
     if let Ok(fds) = fs::read_dir(proc_dir.join("fd")) {
         for fd in fds.flatten() {
             if fs::read_link(fd.path()).is_ok_and(|target| target == file) {
                 return Some("has the file open".to_owned());
             }
         }
+    }
+    if is_slate_worker(root, proc_dir) {
+        return None;
     }
     let proc_cwd = fs::read_link(proc_dir.join("cwd")).ok()?;
     if cwd.is_some_and(|c| c == proc_cwd) {
