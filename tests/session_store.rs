@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, reason = "test fixtures fail loudly")]
 #![allow(
     clippy::items_after_statements,
+    clippy::too_many_lines,
     reason = "row types next to their tables"
 )]
 
