@@ -1406,3 +1406,55 @@ fn real_pi_live_session_is_refused() {
     let (code, v, err) = slate_in(&sandbox, &["handoff"]);
     assert_eq!(code, 0, "{v} {err}");
 }
+
+/// With a coordinator serving the directory, the snapshot holds its threads; the generation
+/// form of `slate resume` still goes to the coordinator.
+#[test]
+fn cli_handoff_takes_threads_from_a_serving_coordinator() {
+    use std::io::{BufRead as _, BufReader};
+    let env = Env::new();
+    let run_dir = env.agent.parent().unwrap().to_owned();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_slate"))
+        .args(["serve", "--backend", "sim", "--model", "fake/model"])
+        .current_dir(&env.cwd)
+        .env("PI_CODING_AGENT_DIR", &env.agent)
+        .env("XDG_RUNTIME_DIR", &run_dir)
+        .env_remove("SLATE_SOCKET")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    let parent = lines.next().unwrap().unwrap();
+    assert!(parent.starts_with("slate serve: parent "), "{parent}");
+    let _socket = lines.next();
+    let (code, out, err) = slate(
+        &env,
+        &[
+            "--json",
+            "delegate",
+            "--background",
+            "Locate the startup code",
+        ],
+    );
+    assert_eq!(code, 0, "{out} {err}");
+    let child = serde_json::from_str::<Value>(&out).unwrap()["children"][0].clone();
+
+    env.session(&[]);
+    let (code, out, err) = slate(&env, &["--json", "handoff", "--user-request"]);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(code, 0, "{out} {err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["fleet"]["source"], "coordinator", "{v}");
+    assert_eq!(v["fleet"]["threadCount"], 1, "{v}");
+    let succ = PathBuf::from(v["successorFile"].as_str().unwrap());
+    let h = &records(&succ, "slate-handoff")[0]["data"];
+    assert_eq!(h["snapshot"]["threads"][0]["id"], child["id"], "{h}");
+
+    // Once the coordinator is gone, the generation form reports it (exit 3), not the session
+    // form.
+    let target = format!("{}@1", child["id"].as_str().unwrap());
+    let (code, _, err) = slate(&env, &["resume", &target, "go on"]);
+    assert_eq!(code, 3, "{err}");
+}
