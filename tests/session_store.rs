@@ -520,3 +520,44 @@ proptest! {
         }
     }
 }
+
+/// The branch follows `parentId` from the last entry (pi's leaf after loading), skipping an
+/// abandoned branch, and stops at cycles and dangling parents.
+#[test]
+fn branch_follows_parent_ids() {
+    let h = r#"{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/w"}"#;
+    let e = |id: &str, parent: &str| {
+        format!(r#"{{"type":"label","id":"{id}","parentId":{parent},"timestamp":"t"}}"#)
+    };
+    let ids = |text: String| -> Vec<String> {
+        session::parse(Path::new("f"), text.as_bytes())
+            .unwrap()
+            .branch()
+            .iter()
+            .map(|e| e.id.clone().unwrap())
+            .collect()
+    };
+    let branched = [
+        h.to_owned(),
+        e("aaaaaaaa", "null"),
+        e("bbbbbbbb", r#""aaaaaaaa""#),
+        e("cccccccc", r#""aaaaaaaa""#),
+    ];
+    assert_eq!(ids(branched.join("\n")), ["aaaaaaaa", "cccccccc"]);
+    let cycle = [
+        h.to_owned(),
+        e("aaaaaaaa", r#""bbbbbbbb""#),
+        e("bbbbbbbb", r#""aaaaaaaa""#),
+    ];
+    assert_eq!(ids(cycle.join("\n")), ["aaaaaaaa", "bbbbbbbb"]);
+    let dangling = [h.to_owned(), e("aaaaaaaa", r#""zzzzzzzz""#)];
+    assert_eq!(ids(dangling.join("\n")), ["aaaaaaaa"]);
+    // Linear time: 20,000 entries.
+    let mut long = vec![h.to_owned(), e("00000000", "null")];
+    for i in 1..20_000 {
+        long.push(e(&format!("{i:08x}"), &format!("\"{:08x}\"", i - 1)));
+    }
+    let started = std::time::Instant::now();
+    assert_eq!(ids(long.join("\n")).len(), 20_000);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+}

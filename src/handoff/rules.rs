@@ -222,12 +222,13 @@ pub fn kickoff_text(
     causes: &[&str],
     previous: &str,
 ) -> Option<(String, KickoffSource)> {
+    let purpose = causes.first().copied().unwrap_or("");
     let causes = causes.join(" during a ");
     match (template, focus) {
         (Some(t), _) => Some((
             t.text
                 .replace("{{focus}}", focus.unwrap_or(""))
-                .replace("{{purpose}}", causes.split(' ').next().unwrap_or(""))
+                .replace("{{purpose}}", purpose)
                 .replace("{{causes}}", &causes)
                 .replace("{{previousSession}}", previous),
             t.source,

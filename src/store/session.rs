@@ -145,22 +145,27 @@ impl Session {
     }
 
     /// Entries from the root to `leaf` along `parentId` (cycles and dangling parents stop
-    /// the walk).
+    /// the walk). A repeated id resolves to its last occurrence, as pi's index does.
     pub fn branch(&self) -> Vec<&Entry> {
+        let index: std::collections::HashMap<&str, &Entry> = self
+            .entries
+            .iter()
+            .filter_map(|e| Some((e.id.as_deref()?, e)))
+            .collect();
         let mut out = Vec::new();
         let mut seen = std::collections::HashSet::new();
         let mut next = self.entries.last();
         while let Some(entry) = next {
-            if !entry.id.as_ref().is_none_or(|id| seen.insert(id.clone())) {
-                break;
+            if let Some(id) = entry.id.as_deref() {
+                if !seen.insert(id) {
+                    break;
+                }
             }
             out.push(entry);
-            next = entry.parent_id.as_ref().and_then(|p| {
-                self.entries
-                    .iter()
-                    .rev()
-                    .find(|e| e.id.as_deref() == Some(p.as_str()))
-            });
+            next = entry
+                .parent_id
+                .as_deref()
+                .and_then(|p| index.get(p).copied());
         }
         out.reverse();
         out
