@@ -6,10 +6,12 @@
 //! * [`rules`]: the pure rules — purpose choice, causes, the handoff plan, adoption, resume.
 //! * [`gate`]: [`gate::ModelGate`], the seam where the routing policy decides whether a model
 //!   and effort may clear an `adoption` pause.
-//! * [`run`]: the IO around them (find, read, refuse a live session, append, report).
+//! * [`run`]: the IO around them (find, read, refuse a live session, append).
+//! * [`report`]: what the commands report (`--json` types) and the fleet snapshot.
 
 pub mod gate;
 pub mod records;
+pub mod report;
 pub mod rules;
 pub mod run;
 
