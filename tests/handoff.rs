@@ -1458,3 +1458,65 @@ fn cli_handoff_takes_threads_from_a_serving_coordinator() {
     let (code, _, err) = slate(&env, &["resume", &target, "go on"]);
     assert_eq!(code, 3, "{err}");
 }
+
+/// Makes a directory immutable (`chattr +i`: no new entries, existing files stay writable) and
+/// undoes it on drop. `None` where the file system or the user cannot.
+struct Immutable(PathBuf);
+impl Immutable {
+    fn set(dir: &Path) -> Option<Self> {
+        let ok = Command::new("chattr")
+            .arg("+i")
+            .arg(dir)
+            .output()
+            .is_ok_and(|o| o.status.success());
+        (ok && fs::write(dir.join("probe"), "").is_err()).then(|| Self(dir.to_owned()))
+    }
+}
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        let _ = Command::new("chattr").arg("-i").arg(&self.0).output();
+    }
+}
+
+/// When the successor cannot be written, the attempt's purpose stays pending, and the retry
+/// without an option keeps it.
+#[test]
+fn a_failed_transfer_keeps_the_purpose_for_the_retry() {
+    let env = Env::new();
+    let path = env.session(&[]);
+    let Some(lock) = Immutable::set(&env.sessions) else {
+        eprintln!(
+            "SKIPPED: chattr +i is not available here [a_failed_transfer_keeps_the_purpose_for_the_retry]"
+        );
+        return;
+    };
+    let ctx = env.ctx(Some(&path), &ExactSelectionGate, &NoProbe, &untrusted);
+    let err = run::handoff(&ctx, Some(Purpose::ContextBudget), None, Fleet::none("t")).unwrap_err();
+    drop(lock);
+    assert!(matches!(err, HandoffError::Transfer { .. }), "{err}");
+    assert!(err.is_refusal());
+    assert!(err.to_string().contains("stays pending"), "{err}");
+    let attempts = records(&path, "slate-handoff-purpose");
+    assert_eq!(attempts.len(), 1);
+    assert_eq!(attempts[0]["data"]["status"], "pending");
+    assert_eq!(
+        fs::read_dir(&env.sessions).unwrap().count(),
+        1,
+        "no successor"
+    );
+
+    let r = run::handoff(&ctx, None, None, Fleet::none("t")).unwrap();
+    assert_eq!(r.purpose, Purpose::ContextBudget, "retry keeps the purpose");
+    assert_eq!(
+        r.retry_of.as_ref(),
+        attempts[0]["data"]["attemptId"]
+            .as_str()
+            .map(str::to_owned)
+            .as_ref()
+    );
+    let attempts = records(&path, "slate-handoff-purpose");
+    assert_eq!(attempts.last().unwrap()["data"]["status"], "consumed");
+    // Consumed: the next bare request is a new user request.
+    let v = rules::view(&session::read(&path).unwrap()).unwrap();
+    assert_eq!(v.pending, None);
+}
