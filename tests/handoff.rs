@@ -1520,3 +1520,31 @@ fn a_failed_transfer_keeps_the_purpose_for_the_retry() {
     let v = rules::view(&session::read(&path).unwrap()).unwrap();
     assert_eq!(v.pending, None);
 }
+
+/// A failed save of the unpaused state keeps the pause; nothing is claimed or delivered.
+#[test]
+fn a_failed_unpause_save_keeps_the_pause() {
+    let env = Env::new();
+    let path = env.session(&[custom("slate-state", state(true, Some("adoption")))]);
+    let before = fs::read(&path).unwrap();
+    let Some(lock) = Immutable::set(&path) else {
+        eprintln!(
+            "SKIPPED: chattr +i is not available here [a_failed_unpause_save_keeps_the_pause]"
+        );
+        return;
+    };
+    let ctx = env.ctx(Some(&path), &ExactSelectionGate, &NoProbe, &untrusted);
+    let err = run::resume(&ctx, None, None).unwrap_err();
+    drop(lock);
+    assert!(err.is_refusal(), "{err}");
+    assert!(err.to_string().contains("the pause stays"), "{err}");
+    assert_eq!(fs::read(&path).unwrap(), before);
+    let v = rules::view(&session::read(&path).unwrap()).unwrap();
+    assert_eq!(v.pause(), Some(Some(PauseReason::Adoption)));
+    // Writable again: the resume goes through, once.
+    let out = run::resume(&ctx, None, None).unwrap();
+    assert_eq!(
+        (out.pause_reason, out.kickoff),
+        (ClearedPause::Adoption, "claimed")
+    );
+}
