@@ -1263,6 +1263,13 @@ fn pi_prompt(
         .unwrap()
         .expect("pi exits on EOF");
     assert_eq!(status.code(), Some(0), "stderr: {}", rpc.stderr_text());
+    assert_eq!(rpc.stderr_text(), "", "pi wrote to stderr");
+    let errors: Vec<&Value> = rpc
+        .records
+        .iter()
+        .filter(|r| r["type"] == "extension_error" || r["success"] == false)
+        .collect();
+    assert!(errors.is_empty(), "pi reported errors: {errors:?}");
     rpc.records.clone()
 }
 
