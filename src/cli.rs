@@ -5,6 +5,7 @@ mod demo;
 mod demo_live;
 mod embedded;
 mod fleet;
+mod handoff;
 mod hub;
 pub mod printer;
 mod profiles;
@@ -221,10 +222,45 @@ pub enum Command {
         #[command(flatten)]
         select: Select,
     },
-    /// Continue a paused generation: `slate resume UUID@GEN TEXT`.
+    /// Continue a paused generation (`slate resume UUID@GEN TEXT`), or, with no target, clear
+    /// the pause of this directory's pi session (`slate resume [--model provider/id]
+    /// [--effort LEVEL] [--session FILE]`, docs/handoff.md).
     Resume {
-        target: String,
-        text: String,
+        /// `UUID@GEN TEXT` (or `UUID GEN TEXT`); none for the session form.
+        words: Vec<String>,
+        /// Session form: the model an `adoption` pause is validated with.
+        #[arg(long)]
+        model: Option<String>,
+        /// Session form: the thinking level (off|minimal|low|medium|high|xhigh|max).
+        #[arg(long)]
+        effort: Option<String>,
+        /// Session form: this session file instead of the newest one for the directory.
+        #[arg(long)]
+        session: Option<PathBuf>,
+        #[command(flatten)]
+        select: Select,
+    },
+    /// Hand this directory's pi session off to a fresh successor session carrying the fleet's
+    /// threads, episodes and kickoff (docs/handoff.md).
+    Handoff {
+        /// Purpose: a track boundary was reached.
+        #[arg(long, group = "purpose")]
+        track_boundary: bool,
+        /// Purpose: a post-check.
+        #[arg(long, group = "purpose")]
+        post_check: bool,
+        /// Purpose: the context budget.
+        #[arg(long, group = "purpose")]
+        context_budget: bool,
+        /// Purpose: the user asked (the default for a new request; replaces a pending purpose).
+        #[arg(long, group = "purpose")]
+        user_request: bool,
+        /// This session file instead of the newest one for the directory.
+        #[arg(long)]
+        session: Option<PathBuf>,
+        /// The focus for the successor; everything after the first word is focus text.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        focus: Vec<String>,
         #[command(flatten)]
         select: Select,
     },
@@ -365,6 +401,33 @@ pub fn run(cli: Cli) -> ExitCode {
                 model,
                 kill_grace: std::time::Duration::from_secs(10),
             },
+        ),
+        Command::Resume {
+            words,
+            model,
+            effort,
+            session,
+            ..
+        } if words.is_empty() => handoff::resume(&printer, model, effort, session),
+        Command::Handoff {
+            track_boundary,
+            post_check,
+            context_budget,
+            user_request,
+            session,
+            focus,
+            select,
+        } => handoff::handoff(
+            &printer,
+            handoff::PurposeFlags {
+                track_boundary,
+                post_check,
+                context_budget,
+                user_request,
+            },
+            &focus,
+            session,
+            select.parent,
         ),
         other => commands::run(&printer, other),
     }

@@ -8,6 +8,7 @@ pub mod config;
 pub mod control;
 pub mod core;
 pub mod demo;
+pub mod handoff;
 pub mod policy;
 pub mod runtime;
 pub mod sim;

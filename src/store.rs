@@ -1,5 +1,5 @@
 //! Storage adapters: the real file system behind `policy::fs_view::FsView`, delegation paths,
-//! private task directories, artifact publication and the registry event log.
+//! private task directories, artifact publication, the registry event log and pi session files.
 
 pub mod artifacts;
 pub mod error;
@@ -7,5 +7,6 @@ pub mod event_log;
 pub mod fs;
 pub mod paths;
 mod private;
+pub mod session;
 
 pub use error::StoreError;

@@ -161,16 +161,33 @@ pub fn run(printer: &Printer, command: Command) -> ExitCode {
             simple(printer, select.parent, "inbox", json!({}), snapshot_reply),
         ),
         Command::Resume {
-            target,
-            text,
+            mut words,
+            model,
+            effort,
+            session,
             select,
-        } => targeted(
-            printer,
-            &[target],
-            select.parent,
-            "resume",
-            json!({"assignment": text}),
-        ),
+        } => {
+            if model.is_some() || effort.is_some() || session.is_some() {
+                return usage(
+                    "--model, --effort and --session belong to the session form of `slate \
+                     resume` (no target); a generation resumes with `slate resume UUID@GEN TEXT`"
+                        .to_owned(),
+                );
+            }
+            let Some(text) = words.pop().filter(|_| !words.is_empty()) else {
+                return usage(
+                    "give the generation and the continuation: `slate resume UUID@GEN TEXT`"
+                        .to_owned(),
+                );
+            };
+            targeted(
+                printer,
+                &words,
+                select.parent,
+                "resume",
+                json!({"assignment": text}),
+            )
+        }
         Command::Followup {
             target,
             text,
@@ -282,7 +299,8 @@ pub fn run(printer: &Printer, command: Command) -> ExitCode {
         | Command::Run { .. }
         | Command::Serve { .. }
         | Command::Status { .. }
-        | Command::Watch { .. } => {
+        | Command::Watch { .. }
+        | Command::Handoff { .. } => {
             usage("internal: command routed to the wrong handler".to_owned())
         }
     }

@@ -1,0 +1,273 @@
+//! `slate handoff` and the session form of `slate resume` (docs/handoff.md).
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use serde_json::json;
+
+use crate::cli::fleet::try_connect;
+use crate::cli::{ExitCode, Printer};
+use crate::handoff::run::{self, Context, Fleet, HandoffError, HandoffReport, ResumeReport};
+use crate::handoff::{ExactSelectionGate, Purpose};
+use crate::policy::Problem;
+use crate::policy::trust::{agent_dir, decide_trust};
+use crate::store::fs::RealFs;
+use crate::store::session::live::ProcScan;
+use crate::text::SafeText;
+
+/// The purpose flags of `slate handoff` (at most one).
+#[derive(Clone, Copy, Debug, Default)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "one flag per purpose; clap makes them exclusive"
+)]
+pub struct PurposeFlags {
+    pub track_boundary: bool,
+    pub post_check: bool,
+    pub context_budget: bool,
+    pub user_request: bool,
+}
+
+impl PurposeFlags {
+    fn purpose(self) -> Option<Purpose> {
+        [
+            (self.track_boundary, Purpose::TrackBoundary),
+            (self.post_check, Purpose::PostCheck),
+            (self.context_budget, Purpose::ContextBudget),
+            (self.user_request, Purpose::UserRequest),
+        ]
+        .into_iter()
+        .find_map(|(set, p)| set.then_some(p))
+    }
+}
+
+fn with_context<T>(
+    printer: &Printer,
+    session: Option<PathBuf>,
+    body: impl FnOnce(&Context<'_>) -> T,
+) -> Result<T, ExitCode> {
+    let cwd = std::env::current_dir()
+        .and_then(std::fs::canonicalize)
+        .map_err(|e| {
+            printer.error(&format!("the current directory cannot be read: {e}"));
+            ExitCode::Usage
+        })?;
+    let env_dir = std::env::var("PI_CODING_AGENT_DIR").ok();
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let agent = agent_dir(env_dir.as_deref(), home.as_deref()).map_err(|p| {
+        print_error(printer, "no agent dir", &[p]);
+        ExitCode::Usage
+    })?;
+    let trust_cwd = cwd.clone();
+    let trust_agent = agent.clone();
+    let trusted = move || decide_trust(&trust_cwd, &trust_agent, None, &RealFs).map(|d| d.trusted);
+    let probe = ProcScan::default();
+    let gate = ExactSelectionGate;
+    let ctx = Context {
+        cwd,
+        agent_dir: agent,
+        session,
+        probe: &probe,
+        gate: &gate,
+        project_trusted: &trusted,
+        now_ms: crate::runtime::now_ms(),
+    };
+    Ok(body(&ctx))
+}
+
+fn print_error(printer: &Printer, what: &str, problems: &[Problem]) {
+    if printer.json() {
+        printer.value(&json!({"error": what, "problems": problems}));
+        return;
+    }
+    let mut text = SafeText::line(what).into_string();
+    for p in problems {
+        let _ = write!(text, "\n  {}", SafeText::line(&p.to_string()));
+    }
+    printer.error(&text);
+}
+
+fn fail(printer: &Printer, e: &HandoffError) -> ExitCode {
+    print_error(printer, &e.to_string(), e.problems());
+    if e.is_refusal() {
+        ExitCode::Refused
+    } else {
+        ExitCode::Usage
+    }
+}
+
+/// The coordinator's fleet for this directory, or an empty one, stated.
+fn fleet(parent: Option<String>) -> Fleet {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return Fleet::none(&format!("the async runtime did not start ({e})")),
+    };
+    runtime.block_on(async {
+        match try_connect(parent).await {
+            Ok(client) => match client.call("status", json!({"summary": false})).await {
+                Ok(status) => Fleet::from_status(&status),
+                Err(e) => Fleet::none(&format!("the coordinator did not answer status ({e})")),
+            },
+            Err((_, why)) => Fleet::none(&format!("no coordinator reachable ({why})")),
+        }
+    })
+}
+
+/// `slate handoff [--track-boundary|--post-check|--context-budget|--user-request] [FOCUS]`.
+pub fn handoff(
+    printer: &Printer,
+    flags: PurposeFlags,
+    focus: &[String],
+    session: Option<PathBuf>,
+    parent: Option<String>,
+) -> ExitCode {
+    let focus = focus.join(" ");
+    let focus = (!focus.trim().is_empty()).then_some(focus);
+    let fleet = fleet(parent);
+    let result = with_context(printer, session, |ctx| {
+        run::handoff(ctx, flags.purpose(), focus.as_deref(), fleet)
+    });
+    match result {
+        Err(code) => code,
+        Ok(Err(e)) => fail(printer, &e),
+        Ok(Ok(report)) => {
+            if printer.json() {
+                printer.value(&report);
+            } else {
+                printer.out(&handoff_text(&report));
+            }
+            if report.adoption.status == "failed" || report.adoption.error.is_some() {
+                ExitCode::Refused
+            } else {
+                ExitCode::Ok
+            }
+        }
+    }
+}
+
+fn handoff_text(r: &HandoffReport) -> String {
+    let mut t = format!(
+        "handed off session {} to {}\n  successor: {}\n  purpose: {}",
+        r.session_id,
+        r.successor_session_id,
+        r.successor_file.display(),
+        r.purpose.as_str()
+    );
+    if r.causes.len() > 1 {
+        let _ = write!(t, " (causes: {})", r.causes.join(", "));
+    }
+    if let Some(a) = &r.retry_of {
+        let _ = write!(t, ", retrying pending attempt {a}");
+    }
+    if let Some(p) = r.replaced_purpose {
+        let _ = write!(t, ", replacing the pending purpose {}", p.as_str());
+    }
+    match (&r.fleet.note, &r.fleet.parent_id) {
+        (Some(note), _) => {
+            let _ = write!(t, "\n  fleet: {}", SafeText::line(note));
+        }
+        (None, parent) => {
+            let _ = write!(
+                t,
+                "\n  fleet: {} threads from coordinator {}",
+                r.fleet.thread_count,
+                parent.as_deref().unwrap_or("?")
+            );
+        }
+    }
+    let _ = write!(t, "\n  episodes: {}", r.episodes);
+    match &r.kickoff {
+        Some(k) => {
+            let _ = write!(
+                t,
+                "\n  kickoff: {} chars from {}",
+                k.chars,
+                k.source.as_str()
+            );
+        }
+        None => t.push_str("\n  kickoff: none"),
+    }
+    let a = &r.adoption;
+    match a.status {
+        "adopted" => {
+            let _ = write!(t, "\n  adoption: adopted; kickoff {}", a.kickoff);
+        }
+        "paused" => {
+            let reason = a.pause_reason.map_or("?", |p| p.as_str());
+            let _ = write!(
+                t,
+                "\n  adoption: paused ({reason}); kickoff {}. Choose a permitted model and run \
+                 `slate resume --session {} [--model provider/id] [--effort LEVEL]`",
+                a.kickoff,
+                r.successor_file.display()
+            );
+        }
+        other => {
+            let _ = write!(t, "\n  adoption: {other}");
+        }
+    }
+    for p in &a.problems {
+        let _ = write!(t, "\n    {}", SafeText::line(&p.to_string()));
+    }
+    if let Some(e) = &a.error {
+        let _ = write!(t, "\n  error: {}", SafeText::line(e));
+    }
+    for w in &r.warnings {
+        let _ = write!(t, "\n  warning: {}", SafeText::line(w));
+    }
+    t.push('\n');
+    t
+}
+
+/// `slate resume [--model provider/id] [--effort LEVEL] [--session FILE]`.
+pub fn resume(
+    printer: &Printer,
+    model: Option<String>,
+    effort: Option<String>,
+    session: Option<PathBuf>,
+) -> ExitCode {
+    match with_context(printer, session, |ctx| run::resume(ctx, model, effort)) {
+        Err(code) => code,
+        Ok(Err(e)) => fail(printer, &e),
+        Ok(Ok(report)) => {
+            if printer.json() {
+                printer.value(&report);
+            } else {
+                printer.out(&resume_text(&report));
+            }
+            if report.kickoff_error.is_some() {
+                ExitCode::Refused
+            } else {
+                ExitCode::Ok
+            }
+        }
+    }
+}
+
+fn resume_text(r: &ResumeReport) -> String {
+    let reason = match r.pause_reason {
+        crate::handoff::rules::ClearedPause::ContextBudget => "context-budget",
+        crate::handoff::rules::ClearedPause::Adoption => "adoption",
+        crate::handoff::rules::ClearedPause::Legacy => "legacy",
+    };
+    let mut t = format!(
+        "pause cleared ({reason}) in session {}\n  file: {}",
+        r.session_id,
+        r.session_file.display()
+    );
+    if let Some(m) = &r.model {
+        let _ = write!(t, "\n  model: {}", SafeText::line(m));
+    }
+    if let Some(l) = &r.thinking_level {
+        let _ = write!(t, "\n  thinking level: {}", SafeText::line(l));
+    }
+    let _ = write!(t, "\n  kickoff: {}", r.kickoff);
+    if let Some(e) = &r.kickoff_error {
+        let _ = write!(t, "\n  error: {}", SafeText::line(e));
+    }
+    t.push('\n');
+    t
+}

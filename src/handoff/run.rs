@@ -1,0 +1,479 @@
+//! The IO around the rules: find and read the session, refuse a live one, write the records
+//! in order, report what happened. Nothing is written before every input has been checked.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use super::gate::ModelGate;
+use super::records::{
+    CLAIM_TYPE, ClaimRecord, HANDOFF_TYPE, KICKOFF_TYPE, Kickoff, KickoffSource, PURPOSE_TYPE,
+    Purpose, STATE_TYPE,
+};
+pub use super::report::{AdoptionReport, Fleet, HandoffReport, KickoffReport, ResumeReport};
+use super::rules::{self, Adoption, HandoffInput, ResumePlan, ResumeRefusal, Template, data};
+use crate::policy::Problem;
+use crate::store::paths;
+use crate::store::session::{
+    self, NewEntry, Session, SessionError, append_entries, create_session, live::LiveProbe,
+    new_session_id,
+};
+
+/// Home kickoff template, relative to the agent dir.
+pub const HOME_TEMPLATE: &str = "slate/kickoff.md";
+/// Project kickoff template, relative to the project; read only when the project is trusted.
+pub const PROJECT_TEMPLATE: &str = ".pi/slate/kickoff.md";
+const MAX_TEMPLATE_BYTES: u64 = 64 * 1024;
+
+/// What the commands run against.
+pub struct Context<'a> {
+    pub cwd: PathBuf,
+    pub agent_dir: PathBuf,
+    /// `--session FILE`, else the newest session for `cwd` in pi's default directory.
+    pub session: Option<PathBuf>,
+    pub probe: &'a dyn LiveProbe,
+    pub gate: &'a dyn ModelGate,
+    /// pi's project-trust decision for `cwd`, asked only when a project template is involved.
+    pub project_trusted: &'a dyn Fn() -> Result<bool, Vec<Problem>>,
+    pub now_ms: u64,
+}
+
+/// A handoff or resume that did not happen (or did not finish).
+#[derive(Debug, thiserror::Error)]
+pub enum HandoffError {
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    /// Bad input: invalid records in the session, an unreadable template, bad arguments.
+    #[error("{what}")]
+    Invalid {
+        what: String,
+        problems: Vec<Problem>,
+    },
+    /// A rule refused the request; nothing was written.
+    #[error("{what}")]
+    Refused {
+        what: String,
+        problems: Vec<Problem>,
+    },
+    /// The attempt was recorded but the successor could not be written: the purpose stays
+    /// pending for the retry.
+    #[error(
+        "the handoff failed after attempt {attempt_id} was recorded; its purpose stays pending \
+         for a retry (`slate handoff` without an option): {source}"
+    )]
+    Transfer {
+        attempt_id: String,
+        source: SessionError,
+    },
+}
+
+impl HandoffError {
+    /// Exit 1 (refused or failed) rather than 2 (usage or configuration).
+    pub fn is_refusal(&self) -> bool {
+        match self {
+            Self::Refused { .. } | Self::Transfer { .. } => true,
+            Self::Invalid { .. } => false,
+            Self::Session(e) => matches!(
+                e,
+                SessionError::Live { .. }
+                    | SessionError::Write { .. }
+                    | SessionError::Changed { .. }
+            ),
+        }
+    }
+
+    pub fn problems(&self) -> &[Problem] {
+        match self {
+            Self::Invalid { problems, .. } | Self::Refused { problems, .. } => problems,
+            Self::Session(_) | Self::Transfer { .. } => &[],
+        }
+    }
+}
+
+/// Find and read the session; refuse one a live pi may write.
+pub fn open_session(ctx: &Context<'_>) -> Result<Session, HandoffError> {
+    let path = match &ctx.session {
+        Some(p) if p.is_absolute() => p.clone(),
+        Some(p) => ctx.cwd.join(p),
+        None => {
+            let dir =
+                paths::default_session_dir(&ctx.agent_dir, &ctx.cwd).map_err(SessionError::from)?;
+            session::newest_for_cwd(&dir, &ctx.cwd)?
+        }
+    };
+    let s = session::read(&path)?;
+    s.check_appendable()?;
+    let cwd = s.header.cwd.as_deref().map(Path::new);
+    if let Some(holder) = ctx.probe.holder(&path, cwd) {
+        return Err(SessionError::Live {
+            path,
+            pid: holder.pid,
+            why: holder.why,
+        }
+        .into());
+    }
+    Ok(s)
+}
+
+fn invalid_records(problems: Vec<Problem>) -> HandoffError {
+    HandoffError::Invalid {
+        what: "the session's Slate records are invalid; nothing was written".to_owned(),
+        problems,
+    }
+}
+
+/// The kickoff template: the trusted project's, else the home one.
+fn template(
+    ctx: &Context<'_>,
+    warnings: &mut Vec<String>,
+) -> Result<Option<Template>, HandoffError> {
+    let project = ctx.cwd.join(PROJECT_TEMPLATE);
+    if std::fs::symlink_metadata(&project).is_ok() {
+        let trusted = (ctx.project_trusted)().map_err(|problems| HandoffError::Invalid {
+            what: format!(
+                "{} exists, and the project-trust decision it needs cannot be made",
+                project.display()
+            ),
+            problems,
+        })?;
+        if trusted {
+            return read_template(&project, KickoffSource::Project).map(Some);
+        }
+        warnings.push(format!(
+            "{} ignored: project kickoff templates require project trust",
+            project.display()
+        ));
+    }
+    let home = ctx.agent_dir.join(HOME_TEMPLATE);
+    if std::fs::symlink_metadata(&home).is_ok() {
+        return read_template(&home, KickoffSource::Home).map(Some);
+    }
+    Ok(None)
+}
+
+fn read_template(path: &Path, source: KickoffSource) -> Result<Template, HandoffError> {
+    let bad = |rule: String| HandoffError::Invalid {
+        what: format!("kickoff template {}: {rule}", path.display()),
+        problems: Vec::new(),
+    };
+    let meta = std::fs::metadata(path).map_err(|e| bad(e.to_string()))?;
+    if !meta.is_file() || meta.len() > MAX_TEMPLATE_BYTES {
+        return Err(bad(format!(
+            "must be a regular file of at most {MAX_TEMPLATE_BYTES} bytes"
+        )));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+    Ok(Template { text, source })
+}
+
+/// `slate handoff`.
+pub fn handoff(
+    ctx: &Context<'_>,
+    option: Option<Purpose>,
+    focus: Option<&str>,
+    fleet: Fleet,
+) -> Result<HandoffReport, HandoffError> {
+    let mut current = open_session(ctx)?;
+    let view = rules::view(&current).map_err(invalid_records)?;
+    let mut warnings = Vec::new();
+    let template = template(ctx, &mut warnings)?;
+    let plan = rules::plan_handoff(&HandoffInput {
+        option,
+        focus,
+        view: &view,
+        threads: fleet.threads.clone(),
+        episodes: fleet.episodes.clone(),
+        template: template.as_ref(),
+        model: current.model(),
+        thinking_level: current.thinking_level(),
+        successor_id: new_session_id(),
+        attempt_id: uuid::Uuid::new_v4().to_string(),
+        kickoff_id: uuid::Uuid::new_v4().to_string(),
+    });
+    // 1. The attempt, bound to this session.
+    append_entries(
+        &mut current,
+        &[NewEntry::custom(PURPOSE_TYPE, data(&plan.attempt))],
+        ctx.now_ms,
+    )?;
+    // 2. The successor with its handoff entry.
+    let dir = current
+        .path
+        .parent()
+        .map_or_else(|| ctx.cwd.clone(), Path::to_owned);
+    let cwd = current
+        .header
+        .cwd
+        .clone()
+        .unwrap_or_else(|| ctx.cwd.display().to_string());
+    let mut successor = create_session(
+        &dir,
+        &plan.record.session_id,
+        &cwd,
+        Some(&current.path),
+        &[NewEntry::custom(HANDOFF_TYPE, data(&plan.record))],
+        ctx.now_ms,
+    )
+    .map_err(|source| HandoffError::Transfer {
+        attempt_id: plan.attempt.attempt_id.clone(),
+        source,
+    })?;
+    // 3. Success consumes the purpose.
+    if let Err(e) = append_entries(
+        &mut current,
+        &[NewEntry::custom(PURPOSE_TYPE, data(&plan.consumed))],
+        ctx.now_ms,
+    ) {
+        warnings.push(format!(
+            "the successor was written, but consuming the purpose failed ({e}); a retry would \
+             write another successor"
+        ));
+    }
+    // 4. The successor adopts its entry.
+    let adoption = adopt_successor(ctx, &plan.record, &mut successor);
+    Ok(HandoffReport {
+        session_id: current.header.id.clone(),
+        session_file: current.path.clone(),
+        successor_session_id: plan.record.session_id.clone(),
+        successor_file: successor.path.clone(),
+        attempt_id: plan.attempt.attempt_id.clone(),
+        purpose: plan.choice.purpose,
+        causes: plan.causes.clone(),
+        retry_of: plan.choice.retry_of.clone(),
+        replaced_purpose: plan.choice.replaced,
+        episodes: plan.record.snapshot.episodes.len(),
+        fleet,
+        kickoff: plan.record.kickoff.as_ref().map(|k| KickoffReport {
+            id: k.id.clone(),
+            source: k.source,
+            chars: k.text.chars().count(),
+        }),
+        adoption,
+        warnings,
+    })
+}
+
+/// The successor adopts its handoff entry at once, as pi's fresh session would.
+fn adopt_successor(
+    ctx: &Context<'_>,
+    record: &super::records::HandoffRecord,
+    successor: &mut Session,
+) -> AdoptionReport {
+    let needs_trust = record
+        .kickoff
+        .as_ref()
+        .is_some_and(|k| k.source == KickoffSource::Project);
+    let trusted = !needs_trust || (ctx.project_trusted)().unwrap_or(false);
+    match rules::adopt(record, ctx.gate, trusted) {
+        Adoption::Adopted(resume) => match apply_resume(successor, &resume, ctx.now_ms) {
+            Ok(out) => AdoptionReport {
+                status: "adopted",
+                pause_reason: None,
+                problems: Vec::new(),
+                kickoff: match out.kickoff {
+                    "claimed" => "delivered",
+                    other => other,
+                },
+                error: out.kickoff_error,
+            },
+            Err(e) => AdoptionReport {
+                status: "failed",
+                pause_reason: None,
+                problems: Vec::new(),
+                kickoff: "pending",
+                error: Some(e.to_string()),
+            },
+        },
+        Adoption::Paused {
+            state,
+            reason,
+            problems,
+        } => {
+            let saved = append_entries(
+                successor,
+                &[NewEntry::custom(STATE_TYPE, data(&state))],
+                ctx.now_ms,
+            );
+            AdoptionReport {
+                status: if saved.is_ok() { "paused" } else { "failed" },
+                pause_reason: Some(reason),
+                problems,
+                kickoff: if state.kickoff.is_some() {
+                    "pending"
+                } else {
+                    "none"
+                },
+                error: saved.err().map(|e| e.to_string()),
+            }
+        }
+    }
+}
+
+struct Applied {
+    kickoff: &'static str,
+    kickoff_error: Option<String>,
+}
+
+/// Write a resume plan: (A) model entries and the unpaused state, then (B) the claim, then
+/// (C) the hidden kickoff message, each its own fsync'd append. A failure of A keeps the
+/// pause (the file is cut back); a failure after B leaves the kickoff claimed and never
+/// replayed.
+fn apply_resume(
+    session: &mut Session,
+    plan: &ResumePlan,
+    now_ms: u64,
+) -> Result<Applied, SessionError> {
+    let mut first = Vec::new();
+    if let Some(m) = &plan.selected.model {
+        if session.model().as_deref() != Some(&format!("{}/{}", m.provider, m.id)) {
+            first.push(NewEntry::ModelChange {
+                provider: m.provider.clone(),
+                model_id: m.id.clone(),
+            });
+        }
+    }
+    if let Some(e) = plan.selected.effort {
+        if session.thinking_level().as_deref() != Some(e.as_str()) {
+            first.push(NewEntry::ThinkingLevelChange {
+                level: e.as_str().to_owned(),
+            });
+        }
+    }
+    first.push(NewEntry::custom(STATE_TYPE, data(&plan.state)));
+    append_entries(session, &first, now_ms)?;
+    let Some(kickoff) = &plan.deliver else {
+        return Ok(Applied {
+            kickoff: if plan.already_claimed.is_some() {
+                "already-claimed"
+            } else {
+                "none"
+            },
+            kickoff_error: None,
+        });
+    };
+    let claim = ClaimRecord {
+        session_id: session.header.id.clone(),
+        kickoff_id: kickoff.id.clone(),
+    };
+    if let Err(e) = append_entries(
+        session,
+        &[NewEntry::custom(CLAIM_TYPE, data(&claim))],
+        now_ms,
+    ) {
+        // Not claimed: the kickoff stays pending in the handoff entry for a later resume.
+        return Ok(Applied {
+            kickoff: "none",
+            kickoff_error: Some(format!("the kickoff could not be claimed: {e}")),
+        });
+    }
+    let delivered = append_entries(session, &[kickoff_message(kickoff)], now_ms);
+    Ok(Applied {
+        kickoff: if delivered.is_ok() {
+            "claimed"
+        } else {
+            "claimed-undelivered"
+        },
+        kickoff_error: delivered.err().map(|e| {
+            format!(
+                "the kickoff was claimed but could not be written ({e}); it is never replayed — \
+                 ask for continuation manually"
+            )
+        }),
+    })
+}
+
+fn kickoff_message(k: &Kickoff) -> NewEntry {
+    NewEntry::CustomMessage {
+        custom_type: KICKOFF_TYPE.to_owned(),
+        content: k.text.clone(),
+        display: false,
+        details: Some(json!({"kickoffId": k.id})),
+    }
+}
+
+/// `slate resume` (session form).
+pub fn resume(
+    ctx: &Context<'_>,
+    model: Option<String>,
+    effort: Option<String>,
+) -> Result<ResumeReport, HandoffError> {
+    let mut s = open_session(ctx)?;
+    let view = rules::view(&s).map_err(invalid_records)?;
+    let needs_trust = view
+        .kickoff()
+        .is_some_and(|k| k.source == KickoffSource::Project && !view.claimed.contains(&k.id));
+    let trusted = if needs_trust {
+        (ctx.project_trusted)().map_err(|problems| HandoffError::Invalid {
+            what: "the pending kickoff comes from a project template, and the project-trust \
+                   decision it needs cannot be made"
+                .to_owned(),
+            problems,
+        })?
+    } else {
+        false
+    };
+    let args = super::gate::ModelChoice { model, effort };
+    let plan =
+        rules::plan_resume(&view, &args, ctx.gate, trusted).map_err(|r| refusal(&view, r))?;
+    let applied = apply_resume(&mut s, &plan, ctx.now_ms).map_err(|e| HandoffError::Refused {
+        what: format!("the unpaused state could not be saved, so the pause stays: {e}"),
+        problems: Vec::new(),
+    })?;
+    Ok(ResumeReport {
+        session_id: s.header.id.clone(),
+        session_file: s.path.clone(),
+        pause_cleared: true,
+        pause_reason: plan.cleared,
+        model: plan.state.model.clone(),
+        thinking_level: plan.state.thinking_level.clone(),
+        kickoff: applied.kickoff,
+        kickoff_error: applied.kickoff_error,
+    })
+}
+
+fn refusal(view: &rules::SessionView, r: ResumeRefusal) -> HandoffError {
+    match r {
+        ResumeRefusal::NoState => {
+            let mut what = format!(
+                "session {} has no Slate state (`slate-state`) and no handoff entry bound to it; \
+                 there is no pause to clear",
+                view.session_id
+            );
+            if let Some(other) = view.foreign_handoffs.first() {
+                let _ = write!(
+                    what,
+                    " (a `slate-handoff` entry names session {other}: only the session whose id \
+                     equals `sessionId` adopts it)"
+                );
+            }
+            HandoffError::Refused {
+                what,
+                problems: Vec::new(),
+            }
+        }
+        ResumeRefusal::NotPaused => HandoffError::Refused {
+            what: format!(
+                "session {} is not paused: its saved `slate-state` has `paused: false`",
+                view.session_id
+            ),
+            problems: Vec::new(),
+        },
+        ResumeRefusal::Usage(problems) => HandoffError::Invalid {
+            what: "invalid --model/--effort; nothing was written".to_owned(),
+            problems,
+        },
+        ResumeRefusal::Model(problems) => HandoffError::Refused {
+            what: "an adoption pause clears only with a permitted model and effort; the pause \
+                   stays (choose one with --model provider/id --effort LEVEL)"
+                .to_owned(),
+            problems,
+        },
+        ResumeRefusal::UntrustedKickoff => HandoffError::Refused {
+            what: "the pending kickoff comes from a project kickoff template, which requires \
+                   project trust; the pause stays"
+                .to_owned(),
+            problems: Vec::new(),
+        },
+    }
+}
