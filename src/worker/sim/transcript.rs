@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 
 use crate::core::ChildRef;
+use crate::store::session::iso_timestamp;
 
 pub struct Transcript {
     path: PathBuf,
@@ -162,47 +163,5 @@ impl Transcript {
             // and a missing file reads as an empty transcript.
             self.failed = true;
         }
-    }
-}
-
-/// `YYYY-MM-DDTHH:MM:SS.mmmZ` for epoch milliseconds (UTC), as pi writes timestamps.
-pub fn iso_timestamp(ms: u64) -> String {
-    let secs = ms / 1000;
-    let days = i64::try_from(secs / 86_400).unwrap_or(0);
-    let rem = secs % 86_400;
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        ms % 1000
-    )
-}
-
-/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = u32::try_from(doy - (153 * mp + 2) / 5 + 1).unwrap_or(1);
-    let m = u32::try_from(if mp < 10 { mp + 3 } else { mp - 9 }).unwrap_or(1);
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::iso_timestamp;
-
-    #[test]
-    fn timestamps_match_pi() {
-        // From traces/json_session.session.jsonl: 1796007009804 ms.
-        assert_eq!(iso_timestamp(1_796_007_009_804), "2026-11-30T02:50:09.804Z");
-        assert_eq!(iso_timestamp(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(iso_timestamp(951_782_400_000), "2000-02-29T00:00:00.000Z");
     }
 }
