@@ -48,16 +48,20 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run a small simulated fleet through the coordinator in virtual time and print its
-    /// timeline and outcomes (no network, no credentials).
+    /// A simulated fleet (no network, no credentials): on a terminal, the live demo in the
+    /// Subagent Hub; otherwise the virtual-time timeline and outcomes.
     Demo {
         /// Seed for identities; the same seed gives the same run.
         #[arg(long, default_value_t = 7)]
         seed: u64,
         /// Run the live demo in real time on this directory's control socket with nothing
         /// attached, until Ctrl+C (attach with `slate hub`, query with `slate status`).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "timeline")]
         serve: bool,
+        /// Print the virtual-time timeline and outcomes even on a terminal (the default
+        /// when stdout is not a terminal, or with --json).
+        #[arg(long)]
+        timeline: bool,
     },
     /// Show the resolved subagent profiles and tool policy for this directory
     /// (bundled → operator → trusted project).
@@ -319,7 +323,15 @@ pub fn run(cli: Cli) -> ExitCode {
     let printer = Printer::new(cli.json);
     match cli.command {
         Command::Demo { serve: true, .. } => demo_live::serve(&printer),
-        Command::Demo { seed, .. } => demo::run(&printer, seed),
+        Command::Demo { seed, timeline, .. } => {
+            use std::io::IsTerminal as _;
+            let terminal = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
+            if terminal && !timeline && !printer.json() {
+                demo_live::hub(&printer)
+            } else {
+                demo::run(&printer, seed)
+            }
+        }
         Command::Completions { shell } => {
             let mut command = <Cli as clap::CommandFactory>::command();
             let mut out = Vec::new();

@@ -217,3 +217,52 @@ pub fn serve(printer: &Printer) -> ExitCode {
         ExitCode::Ok
     })
 }
+
+/// `slate demo` on a terminal: the live demo with the Hub attached; quitting the Hub stops
+/// the demo.
+pub fn hub(printer: &Printer) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            printer.error(&format!("cannot start the async runtime: {e}"));
+            return ExitCode::Usage;
+        }
+    };
+    runtime.block_on(async {
+        let Some(demo) = LiveDemo::start(printer).await else {
+            return ExitCode::Usage;
+        };
+        let client = match crate::control::Client::connect_path(
+            &demo.socket,
+            crate::control::client::CONNECT_TIMEOUT,
+        )
+        .await
+        {
+            Ok(client) => client,
+            Err(e) => {
+                printer.error(&format!("slate demo: cannot attach the Hub: {e}"));
+                demo.finish().await;
+                return ExitCode::Usage;
+            }
+        };
+        // The scripted root's steps show up in the Hub as the registry changes they cause.
+        demo.drive(|_| {});
+        let options = crate::ui::hub::HubOptions {
+            title: format!("demo · simulated workers · parent {}", demo.root_id),
+            ..crate::ui::hub::HubOptions::default()
+        };
+        let result = crate::ui::hub::run_hub(client, options).await;
+        demo.finish().await;
+        match result {
+            Ok(()) => ExitCode::Ok,
+            Err(e) => {
+                printer.error(&format!("slate demo: {e}"));
+                ExitCode::Usage
+            }
+        }
+    })
+}
