@@ -1,0 +1,235 @@
+//! A real terminal: `slate demo` inside tmux on a private server. Every step waits for a
+//! condition on the captured screen (polling `capture-pane`), never for a fixed time: the
+//! roster shows the live demo, a filter narrows it, the tools pane shows a worker's tool
+//! calls, `x` then `y` stops the selected generation, the CLI confirms it against the same
+//! coordinator, and `q` restores the terminal and removes the socket.
+//!
+//! Without tmux the test prints SKIPPED, except under `CI=true` (`.ci/run` installs tmux),
+//! where a missing tmux fails it.
+
+#![allow(clippy::unwrap_used, reason = "test fixtures fail loudly")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+const SLATE: &str = env!("CARGO_BIN_EXE_slate");
+
+struct Tmux {
+    server: String,
+    base: PathBuf,
+}
+
+impl Tmux {
+    fn available() -> bool {
+        Command::new("tmux")
+            .arg("-V")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    }
+
+    /// A private tmux server running `command` in a 160×45 window.
+    fn start(name: &str, command: &str) -> Self {
+        let base = std::env::temp_dir().join(format!("slate-tmux-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        for d in ["work", "agent", "run"] {
+            std::fs::create_dir_all(base.join(d)).unwrap();
+        }
+        let tmux = Self {
+            server: format!("slate-test-{name}-{}", std::process::id()),
+            base,
+        };
+        let env = tmux.env_prefix();
+        let out = tmux
+            .tmux()
+            .args(["new-session", "-d", "-s", "t", "-x", "160", "-y", "45"])
+            .arg(format!(
+                "cd {} && {env} {command}; echo SLATE-EXIT=$?; sleep 600",
+                tmux.work().display()
+            ))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "tmux: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        tmux
+    }
+
+    fn work(&self) -> PathBuf {
+        self.base.join("work")
+    }
+
+    fn env_prefix(&self) -> String {
+        format!(
+            "env -u SLATE_SOCKET -u NO_COLOR XDG_RUNTIME_DIR={} PI_CODING_AGENT_DIR={} TERM=xterm-256color",
+            self.base.join("run").display(),
+            self.base.join("agent").display()
+        )
+    }
+
+    fn tmux(&self) -> Command {
+        let mut cmd = Command::new("tmux");
+        cmd.args(["-L", &self.server, "-f", "/dev/null"]);
+        cmd
+    }
+
+    fn screen(&self) -> String {
+        let out = self
+            .tmux()
+            .args(["capture-pane", "-p", "-t", "t"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let out = self
+            .tmux()
+            .args(["send-keys", "-t", "t"])
+            .args(keys)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+    }
+
+    /// Literal text (no key-name lookup).
+    fn type_text(&self, text: &str) {
+        let out = self
+            .tmux()
+            .args(["send-keys", "-t", "t", "-l", text])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+    }
+
+    /// Polls the screen until `ready` holds; on timeout fails with the last screen.
+    fn wait_for(&self, what: &str, ready: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let screen = self.screen();
+            if ready(&screen) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; the screen was:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn slate(&self, args: &[&str]) -> Output {
+        Command::new(SLATE)
+            .args(args)
+            .current_dir(self.work())
+            .env_remove("SLATE_SOCKET")
+            .env("XDG_RUNTIME_DIR", self.base.join("run"))
+            .env("PI_CODING_AGENT_DIR", self.base.join("agent"))
+            .output()
+            .unwrap()
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.tmux().arg("kill-server").output();
+        let _ = std::fs::remove_dir_all(&self.base);
+    }
+}
+
+/// The roster row (left of the pane border) that mentions `text`.
+fn roster_row<'s>(screen: &'s str, text: &str) -> Option<&'s str> {
+    screen
+        .lines()
+        .map(|l| l.split('│').next().unwrap_or(l))
+        .find(|l| l.contains(text))
+}
+
+fn sockets(dir: &Path) -> usize {
+    std::fs::read_dir(dir.join("run/slate")).map_or(0, |d| {
+        d.filter_map(Result::ok)
+            .filter(|e| e.path().extension().is_some_and(|x| x == "sock"))
+            .count()
+    })
+}
+
+#[test]
+fn the_demo_hub_filters_shows_tools_and_stops_with_confirmation_in_a_real_terminal() {
+    if !Tmux::available() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "tmux is required in CI (.ci/run installs it)"
+        );
+        eprintln!("SKIPPED: tmux is not installed; the real-terminal Hub test did not run");
+        return;
+    }
+    let t = Tmux::start("demo", &format!("{SLATE} demo"));
+
+    // The Hub opens on the live demo: the watcher runs among the first batch.
+    t.wait_for("the roster with the running watcher", |s| {
+        s.contains("Slate Hub")
+            && roster_row(s, "Watch the build").is_some_and(|r| r.contains("running"))
+    });
+    assert_eq!(sockets(&t.base), 1, "the demo serves one control socket");
+
+    // Filter: only the watcher's row stays in the roster.
+    t.keys(&["/"]);
+    t.type_text("Watch");
+    t.keys(&["Enter"]);
+    t.wait_for("the filtered roster", |s| {
+        s.contains("filter /Watch")
+            && roster_row(s, "Watch the build").is_some()
+            && roster_row(s, "Audit the lockfile").is_none()
+            && roster_row(s, "Map the config").is_none()
+    });
+
+    // Tools pane (Tab twice from the thread): complete arguments and results.
+    t.keys(&["Tab", "Tab"]);
+    t.wait_for("the watcher's tool calls", |s| {
+        s.contains("tail -n 20 target/build.log") && s.contains("Compiling slate")
+    });
+
+    // Stop: `x` pins the target and asks; `y` confirms.
+    t.keys(&["x"]);
+    let prompt = t.wait_for("the stop prompt", |s| {
+        s.lines()
+            .any(|l| l.starts_with("stop ") && l.contains("@1 (running)"))
+    });
+    let target = prompt
+        .lines()
+        .find(|l| l.starts_with("stop "))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        target.len(),
+        38,
+        "the prompt shows the full UUID@generation: {target}"
+    );
+    t.keys(&["y"]);
+    t.wait_for("the stopped watcher", |s| {
+        roster_row(s, "Watch the build").is_some_and(|r| r.contains("cancelled"))
+    });
+
+    // The CLI sees the same coordinator and the same outcome.
+    let out = t.slate(&["--json", "status", &target]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(status["snapshot"]["status"], "cancelled");
+
+    // Quit: the terminal is restored, the demo drained and its socket removed.
+    t.keys(&["q"]);
+    let end = t.wait_for("the shell after the Hub", |s| s.contains("SLATE-EXIT="));
+    assert!(end.contains("SLATE-EXIT=0"), "{end}");
+    assert!(
+        !end.contains("Slate Hub"),
+        "the alternate screen is gone:\n{end}"
+    );
+    assert_eq!(sockets(&t.base), 0, "the socket is removed at exit");
+}
