@@ -1,0 +1,654 @@
+//! Validation of one `router` object (`router.models` include/exclude/add/replace and
+//! `router.compressor.models`) into a [`RoutingPolicy`], reporting every problem.
+
+use super::definition::{FIELDS, LogicalModel, Origin, Supplied, effort, model_name, parse_fields};
+use super::issue::{ErrorClass, Issue};
+use super::json::{Json, JsonPath};
+use super::shipped::{SHIPPED, SHIPPED_COMPRESSOR, shipped, withdrawn};
+use super::{CompressorEntry, RoutingPolicy};
+
+/// Which validation runs.
+#[derive(Clone, Copy, Debug)]
+pub enum Mode<'a> {
+    /// One permitted file on its own. Names added by the other file count as known, so a
+    /// reference that only the merge resolves is not an error here; legacy keys are named.
+    Local { other_added: &'a [String] },
+    /// The merged `router`, validated as one policy.
+    Merged,
+}
+
+const ROUTER_KEYS: [&str; 2] = ["models", "compressor"];
+const LEGACY_ROUTER_KEYS: [&str; 2] = ["allowUnmeasuredEffort", "showWarnings"];
+const LEGACY_ROOT_KEYS: [&str; 2] = ["modelFailover", "episodeModel"];
+const MODELS_KEYS: [&str; 4] = ["include", "exclude", "add", "replace"];
+
+/// The names an `add` array defines (valid names only), for [`Mode::Local`] of the other file.
+pub fn added_names(root: &Json) -> Vec<String> {
+    let Some(Json::Array(adds)) = root
+        .get("router")
+        .and_then(|r| r.get("models"))
+        .and_then(|m| m.get("add"))
+    else {
+        return Vec::new();
+    };
+    adds.iter()
+        .filter_map(|a| match a.get("model") {
+            Some(Json::String(s)) => Some(s.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Validate the `router` of `root`. `file_of` names the file that supplied a path (for field
+/// attribution). Returns the policy (meaningful only when no critical issue was found) and
+/// every issue, warnings included.
+pub fn validate(
+    root: &Json,
+    mode: Mode<'_>,
+    file_of: &dyn Fn(&JsonPath) -> String,
+) -> (RoutingPolicy, Vec<Issue>) {
+    let mut v = Validator {
+        mode,
+        issues: Vec::new(),
+        file_of,
+    };
+    let policy = v.root(root);
+    (policy, v.issues)
+}
+
+struct Validator<'a> {
+    mode: Mode<'a>,
+    issues: Vec<Issue>,
+    file_of: &'a dyn Fn(&JsonPath) -> String,
+}
+
+fn shipped_policy() -> RoutingPolicy {
+    RoutingPolicy {
+        definitions: SHIPPED.iter().map(LogicalModel::from_shipped).collect(),
+        ordinary: SHIPPED.iter().map(|m| m.model.to_owned()).collect(),
+        compressor: shipped_compressor(),
+    }
+}
+
+fn shipped_compressor() -> Vec<CompressorEntry> {
+    SHIPPED_COMPRESSOR
+        .iter()
+        .map(|(model, effort)| CompressorEntry {
+            model: (*model).to_owned(),
+            effort: *effort,
+        })
+        .collect()
+}
+
+/// `None` and explicit `null` both mean "not configured" after the merge.
+fn configured(value: Option<&Json>) -> Option<&Json> {
+    value.filter(|v| **v != Json::Null)
+}
+
+impl Validator<'_> {
+    fn local(&self) -> bool {
+        matches!(self.mode, Mode::Local { .. })
+    }
+
+    fn push(&mut self, issue: Issue) {
+        self.issues.push(issue);
+    }
+
+    fn legacy(&mut self, path: JsonPath, value: &Json, what: &str) {
+        if self.local() {
+            self.push(
+                Issue::new(
+                    ErrorClass::LegacyIgnored,
+                    path,
+                    format!("{what} is a legacy setting: it is named and ignored (Slate performs no automatic migration)"),
+                )
+                .json(value),
+            );
+        }
+    }
+
+    /// Members of an object, reporting repeated and unknown keys; legacy keys are skipped.
+    fn members<'j>(
+        &mut self,
+        members: &'j [(String, Json)],
+        path: &JsonPath,
+        known: &[&str],
+        legacy: &[&str],
+    ) -> Vec<(&'j str, &'j Json)> {
+        let mut out: Vec<(&str, &Json)> = Vec::new();
+        for (name, value) in members {
+            let at = path.key(name);
+            if out.iter().any(|(k, _)| k == name) {
+                self.push(
+                    Issue::new(
+                        ErrorClass::DuplicateName,
+                        at,
+                        format!("the key `{name}` is given more than once"),
+                    )
+                    .json(value),
+                );
+                continue;
+            }
+            if legacy.contains(&name.as_str()) {
+                self.legacy(at, value, &format!("`{path}.{name}`"));
+                continue;
+            }
+            if !known.contains(&name.as_str()) {
+                self.push(
+                    Issue::new(
+                        ErrorClass::UnknownField,
+                        at,
+                        format!("unknown field `{name}` (known: `{}`)", known.join("`, `")),
+                    )
+                    .json(value),
+                );
+                continue;
+            }
+            out.push((name, value));
+        }
+        out
+    }
+
+    fn root(&mut self, root: &Json) -> RoutingPolicy {
+        let mut policy = shipped_policy();
+        let Json::Object(_) = root else {
+            return policy;
+        };
+        for name in LEGACY_ROOT_KEYS {
+            if let Some(value) = root.get(name) {
+                self.legacy(JsonPath::root().key(name), value, &format!("`{name}`"));
+            }
+        }
+        let path = JsonPath::root().key("router");
+        let Some(router) = configured(root.get("router")) else {
+            return policy;
+        };
+        let Json::Object(members) = router else {
+            self.push(
+                Issue::new(ErrorClass::InvalidValue, path, "`router` must be an object")
+                    .json(router),
+            );
+            return policy;
+        };
+        let members = self.members(members, &path, &ROUTER_KEYS, &LEGACY_ROUTER_KEYS);
+        let get = |k: &str| configured(members.iter().find(|(n, _)| *n == k).map(|m| m.1));
+        if let Some(models) = get("models") {
+            self.models(models, &path.key("models"), &mut policy);
+        }
+        if let Some(compressor) = get("compressor") {
+            let known = policy
+                .definitions
+                .iter()
+                .map(|d| d.model.clone())
+                .collect::<Vec<_>>();
+            policy.compressor = self.compressor(compressor, &path.key("compressor"), &known);
+        }
+        policy
+    }
+
+    fn models(&mut self, models: &Json, path: &JsonPath, policy: &mut RoutingPolicy) {
+        let members = match models {
+            Json::Array(_) => {
+                self.legacy(path.clone(), models, "array-form `router.models`");
+                return;
+            }
+            Json::Object(members) => self.members(members, path, &MODELS_KEYS, &[]),
+            other => {
+                self.push(
+                    Issue::new(
+                        ErrorClass::InvalidValue,
+                        path.clone(),
+                        "`router.models` must be an object with `include`, `exclude`, `add` and `replace`",
+                    )
+                    .json(other),
+                );
+                return;
+            }
+        };
+        let get = |k: &str| configured(members.iter().find(|(n, _)| *n == k).map(|m| m.1));
+
+        let added = get("add").map_or_else(Vec::new, |a| self.adds(a, &path.key("add")));
+        let mut added_names: Vec<String> = added.iter().map(|m| m.model.clone()).collect();
+        if let Mode::Local { other_added } = self.mode {
+            added_names.extend(other_added.iter().cloned());
+        }
+        if let Some(replace) = get("replace") {
+            self.replaces(replace, &path.key("replace"), &added_names, policy);
+        }
+        policy.definitions.extend(added.iter().cloned());
+
+        let include =
+            get("include").map(|v| self.names(v, &path.key("include"), "include", &added_names));
+        let exclude = get("exclude")
+            .map(|v| self.names(v, &path.key("exclude"), "exclude", &added_names))
+            .unwrap_or_default();
+        let mut ordinary = include.unwrap_or_else(|| policy.ordinary.clone());
+        for model in &added {
+            if !ordinary.contains(&model.model) {
+                ordinary.push(model.model.clone());
+            }
+        }
+        ordinary.retain(|m| !exclude.contains(m));
+        policy.ordinary = ordinary;
+    }
+
+    /// `include` or `exclude`: known names, each once.
+    fn names(
+        &mut self,
+        value: &Json,
+        path: &JsonPath,
+        position: &str,
+        added: &[String],
+    ) -> Vec<String> {
+        let Json::Array(items) = value else {
+            self.push(
+                Issue::new(
+                    ErrorClass::InvalidValue,
+                    path.clone(),
+                    format!("`{position}` must be an array of logical model names"),
+                )
+                .json(value),
+            );
+            return Vec::new();
+        };
+        let mut out: Vec<String> = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let at = path.index(i);
+            let Json::String(name) = item else {
+                self.push(
+                    Issue::new(
+                        ErrorClass::InvalidValue,
+                        at,
+                        "must be a logical model name string",
+                    )
+                    .json(item),
+                );
+                continue;
+            };
+            if out.contains(name) {
+                self.push(
+                    Issue::new(
+                        ErrorClass::DuplicateName,
+                        at,
+                        format!("`{name}` is named more than once in `{position}`"),
+                    )
+                    .json(item),
+                );
+                continue;
+            }
+            if shipped(name).is_none() && !added.contains(name) {
+                self.unknown_model(at, name, position);
+                continue;
+            }
+            out.push(name.clone());
+        }
+        out
+    }
+
+    fn unknown_model(&mut self, at: JsonPath, name: &str, position: &str) {
+        let rule = match withdrawn(name) {
+            Some(Some(new)) => format!(
+                "`{position}` names an unknown model `{name}`: it is a withdrawn shipped name; \
+                 use `{new}` (Slate provides no automatic alias)"
+            ),
+            Some(None) => format!(
+                "`{position}` names an unknown model `{name}`: it is a withdrawn shipped name \
+                 with no replacement"
+            ),
+            None => format!(
+                "`{position}` names an unknown model `{name}`: it is neither a shipped \
+                 definition ({}) nor added by `router.models.add`",
+                SHIPPED.map(|m| m.model).join(", ")
+            ),
+        };
+        self.push(Issue::new(ErrorClass::UnknownReference, at, rule).value(name));
+    }
+
+    fn entry_members<'j>(
+        &mut self,
+        item: &'j Json,
+        at: &JsonPath,
+        what: &str,
+    ) -> Option<&'j [(String, Json)]> {
+        if let Json::Object(members) = item {
+            Some(members)
+        } else {
+            self.push(
+                Issue::new(
+                    ErrorClass::InvalidValue,
+                    at.clone(),
+                    format!("{what} must be an object"),
+                )
+                .json(item),
+            );
+            None
+        }
+    }
+
+    fn array<'j>(&mut self, value: &'j Json, path: &JsonPath, what: &str) -> &'j [Json] {
+        if let Json::Array(items) = value {
+            items
+        } else {
+            self.push(
+                Issue::new(
+                    ErrorClass::InvalidValue,
+                    path.clone(),
+                    format!("{what} must be an array"),
+                )
+                .json(value),
+            );
+            &[]
+        }
+    }
+
+    fn adds(&mut self, value: &Json, path: &JsonPath) -> Vec<LogicalModel> {
+        let mut out: Vec<LogicalModel> = Vec::new();
+        let mut names: Vec<String> = Vec::new();
+        for (i, item) in self.array(value, path, "`add`").iter().enumerate() {
+            let at = path.index(i);
+            let Some(members) = self.entry_members(item, &at, "an `add` entry") else {
+                continue;
+            };
+            let before = self.issues.len();
+            let s = parse_fields(members, &at, &mut self.issues);
+            let missing: Vec<&str> = FIELDS
+                .iter()
+                .copied()
+                .filter(|f| !s.present.contains(f))
+                .collect();
+            if !missing.is_empty() {
+                self.push(Issue::new(
+                    ErrorClass::IncompleteDefinition,
+                    at.clone(),
+                    format!(
+                        "an `add` entry requires exactly the eight fields `{}`; missing `{}`",
+                        FIELDS.join("`, `"),
+                        missing.join("`, `")
+                    ),
+                ));
+            }
+            if let Some(name) = &s.model {
+                if shipped(name).is_some() {
+                    self.push(
+                        Issue::new(
+                            ErrorClass::DuplicateName,
+                            at.key("model"),
+                            format!("`{name}` is already a shipped definition: `add` needs a new name; use `replace` to change it"),
+                        )
+                        .value(name),
+                    );
+                } else if names.contains(name) {
+                    self.push(
+                        Issue::new(
+                            ErrorClass::DuplicateName,
+                            at.key("model"),
+                            format!("`{name}` is added more than once"),
+                        )
+                        .value(name),
+                    );
+                }
+                names.push(name.clone());
+            }
+            self.preferred_in_map(&s, s.providers.as_deref(), &at);
+            if self.issues.len() != before {
+                continue;
+            }
+            let file = (self.file_of)(&at);
+            if let Some(model) = complete(s, &file, at) {
+                out.push(model);
+            }
+        }
+        out
+    }
+
+    /// A supplied (or kept) preferred provider must be a key of the (resulting) provider map.
+    fn preferred_in_map(
+        &mut self,
+        s: &Supplied,
+        providers: Option<&[(String, String)]>,
+        at: &JsonPath,
+    ) {
+        let (Some(preferred), Some(providers)) = (&s.preferred_provider, providers) else {
+            return;
+        };
+        if !providers.iter().any(|(p, _)| p == preferred) {
+            let keys: Vec<&str> = providers.iter().map(|(p, _)| p.as_str()).collect();
+            self.push(
+                Issue::new(
+                    ErrorClass::UnknownReference,
+                    at.key("preferredProvider"),
+                    format!(
+                        "the preferred provider `{preferred}` must be a key of `providers` ({})",
+                        keys.join(", ")
+                    ),
+                )
+                .value(preferred),
+            );
+        }
+    }
+
+    fn replaces(
+        &mut self,
+        value: &Json,
+        path: &JsonPath,
+        added: &[String],
+        policy: &mut RoutingPolicy,
+    ) {
+        let mut seen: Vec<String> = Vec::new();
+        for (i, item) in self.array(value, path, "`replace`").iter().enumerate() {
+            let at = path.index(i);
+            let Some(members) = self.entry_members(item, &at, "a `replace` entry") else {
+                continue;
+            };
+            let before = self.issues.len();
+            let mut s = parse_fields(members, &at, &mut self.issues);
+            let Some(name) = s.model.take() else {
+                if !s.present.contains(&"model") {
+                    self.push(Issue::new(
+                        ErrorClass::IncompleteDefinition,
+                        at.clone(),
+                        "a `replace` entry requires `model`, naming the shipped definition it changes",
+                    ));
+                }
+                continue;
+            };
+            if added.contains(&name) {
+                self.push(
+                    Issue::new(
+                        ErrorClass::AmbiguousOperation,
+                        at.key("model"),
+                        format!("`{name}` is added by `add` in the same configuration and cannot also be replaced"),
+                    )
+                    .value(&name),
+                );
+                continue;
+            }
+            let Some(base) = policy.definitions.iter().position(|d| d.model == name) else {
+                self.unknown_model(at.key("model"), &name, "replace");
+                continue;
+            };
+            if seen.contains(&name) {
+                self.push(
+                    Issue::new(
+                        ErrorClass::DuplicateName,
+                        at.key("model"),
+                        format!("`{name}` is replaced more than once"),
+                    )
+                    .value(&name),
+                );
+                continue;
+            }
+            seen.push(name.clone());
+            let current = &policy.definitions[base];
+            if s.effort.is_some_and(|e| e != current.effort)
+                && !(s.present.contains(&"capabilityRating") && s.present.contains(&"costRating"))
+            {
+                self.push(Issue::new(
+                    ErrorClass::IncompleteDefinition,
+                    at.clone(),
+                    format!(
+                        "this replacement changes the effort of `{name}` from `{}`, so it must also supply both `capabilityRating` and `costRating`",
+                        current.effort
+                    ),
+                ));
+            }
+            let providers = s
+                .providers
+                .clone()
+                .or_else(|| Some(current.providers.clone()));
+            if s.preferred_provider.is_none() && s.providers.is_some() {
+                s.preferred_provider = Some(current.preferred_provider.clone());
+            }
+            self.preferred_in_map(&s, providers.as_deref(), &at);
+            if self.issues.len() != before {
+                continue;
+            }
+            let file = (self.file_of)(&at);
+            apply(&mut policy.definitions[base], s, &file, at);
+        }
+    }
+
+    fn compressor(
+        &mut self,
+        value: &Json,
+        path: &JsonPath,
+        known: &[String],
+    ) -> Vec<CompressorEntry> {
+        let Json::Object(members) = value else {
+            self.push(
+                Issue::new(
+                    ErrorClass::InvalidValue,
+                    path.clone(),
+                    "`router.compressor` must be an object with `models`",
+                )
+                .json(value),
+            );
+            return shipped_compressor();
+        };
+        let members = self.members(members, path, &["models"], &[]);
+        let Some(models) = configured(members.first().map(|m| m.1)) else {
+            return shipped_compressor();
+        };
+        let path = path.key("models");
+        let items = self.array(models, &path, "`router.compressor.models`");
+        if items.is_empty() && matches!(models, Json::Array(_)) {
+            self.push(Issue::new(
+                ErrorClass::EmptyCompressor,
+                path.clone(),
+                "an explicit empty compressor list is a blocking error: no hidden compressor follows it; omit the key to inherit `claude-sonnet-5.5` at `medium`",
+            ).json(models));
+        }
+        let mut known: Vec<String> = known.to_vec();
+        if let Mode::Local { other_added } = self.mode {
+            known.extend(other_added.iter().cloned());
+        }
+        let mut out: Vec<CompressorEntry> = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let at = path.index(i);
+            let Some(members) = self.entry_members(item, &at, "a compressor entry") else {
+                continue;
+            };
+            let members = self.members(members, &at, &["model", "effort"], &[]);
+            let get = |k: &str| members.iter().find(|(n, _)| *n == k).map(|m| m.1);
+            let missing: Vec<&str> = ["model", "effort"]
+                .into_iter()
+                .filter(|k| get(k).is_none())
+                .collect();
+            if !missing.is_empty() {
+                self.push(Issue::new(
+                    ErrorClass::IncompleteDefinition,
+                    at.clone(),
+                    format!(
+                        "a compressor entry requires `model` and `effort`; missing `{}`",
+                        missing.join("`, `")
+                    ),
+                ));
+            }
+            let model =
+                get("model").and_then(|m| model_name(m, &at.key("model"), &mut self.issues));
+            let effort = get("effort").and_then(|e| effort(e, &at.key("effort"), &mut self.issues));
+            let Some(model) = model else { continue };
+            if !known.contains(&model) {
+                self.unknown_model(at.key("model"), &model, "compressor");
+                continue;
+            }
+            if out.iter().any(|e| e.model == model) {
+                self.push(
+                    Issue::new(
+                        ErrorClass::DuplicateName,
+                        at.key("model"),
+                        format!("`{model}` is listed more than once in the compressor list"),
+                    )
+                    .value(&model),
+                );
+                continue;
+            }
+            if let Some(effort) = effort {
+                out.push(CompressorEntry { model, effort });
+            }
+        }
+        out
+    }
+}
+
+/// A complete `add` entry as a definition (`None` when a field is missing).
+fn complete(s: Supplied, file: &str, at: JsonPath) -> Option<LogicalModel> {
+    Some(LogicalModel {
+        model: s.model?,
+        effort: s.effort?,
+        capability_rating: s.capability_rating?,
+        cost_rating: s.cost_rating?,
+        preferred_provider: s.preferred_provider?,
+        providers: s.providers?,
+        guidelines: s.guidelines?,
+        cautions: s.cautions?,
+        origin: Origin::Added,
+        sources: FIELDS
+            .iter()
+            .map(|f| ((*f).to_owned(), file.to_owned()))
+            .collect(),
+        defined_at: Some(at),
+    })
+}
+
+/// Apply a valid replacement: supplied fields replace whole fields; the others keep their
+/// values and their source attribution.
+fn apply(model: &mut LogicalModel, s: Supplied, file: &str, at: JsonPath) {
+    let mut changed: Vec<&str> = Vec::new();
+    if let Some(v) = s.effort {
+        model.effort = v;
+        changed.push("effort");
+    }
+    if let Some(v) = s.capability_rating {
+        model.capability_rating = v;
+        changed.push("capabilityRating");
+    }
+    if let Some(v) = s.cost_rating {
+        model.cost_rating = v;
+        changed.push("costRating");
+    }
+    if let Some(v) = s
+        .preferred_provider
+        .filter(|_| s.present.contains(&"preferredProvider"))
+    {
+        model.preferred_provider = v;
+        changed.push("preferredProvider");
+    }
+    if let Some(v) = s.providers {
+        model.providers = v;
+        changed.push("providers");
+    }
+    if let Some(v) = s.guidelines {
+        model.guidelines = v;
+        changed.push("guidelines");
+    }
+    if let Some(v) = s.cautions {
+        model.cautions = v;
+        changed.push("cautions");
+    }
+    for field in changed {
+        model.sources.insert(field.to_owned(), file.to_owned());
+    }
+    model.origin = Origin::Replaced;
+    model.defined_at = Some(at);
+}
