@@ -269,6 +269,7 @@ pub fn run(printer: &Printer, command: Command) -> ExitCode {
         Command::Demo { .. }
         | Command::Completions { .. }
         | Command::Man
+        | Command::Effective { .. }
         | Command::Profiles { .. }
         | Command::Run { .. }
         | Command::Serve { .. }

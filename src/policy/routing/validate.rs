@@ -50,6 +50,7 @@ pub fn validate(
     let mut v = Validator {
         mode,
         issues: Vec::new(),
+        added: Vec::new(),
         file_of,
     };
     let policy = v.root(root);
@@ -59,6 +60,8 @@ pub fn validate(
 struct Validator<'a> {
     mode: Mode<'a>,
     issues: Vec<Issue>,
+    /// Every name an `add` entry gives (valid or not) plus, locally, the other file's.
+    added: Vec<String>,
     file_of: &'a dyn Fn(&JsonPath) -> String,
 }
 
@@ -156,7 +159,7 @@ impl Validator<'_> {
         };
         for name in LEGACY_ROOT_KEYS {
             if let Some(value) = root.get(name) {
-                self.legacy(JsonPath::root().key(name), value, &format!("`{name}`"));
+                self.legacy(JsonPath::root().key(name), value, &format!("`$.{name}`"));
             }
         }
         let path = JsonPath::root().key("router");
@@ -207,11 +210,12 @@ impl Validator<'_> {
         };
         let get = |k: &str| configured(members.iter().find(|(n, _)| *n == k).map(|m| m.1));
 
-        let added = get("add").map_or_else(Vec::new, |a| self.adds(a, &path.key("add")));
-        let mut added_names: Vec<String> = added.iter().map(|m| m.model.clone()).collect();
+        let (added, mut added_names) =
+            get("add").map_or_else(Default::default, |a| self.adds(a, &path.key("add")));
         if let Mode::Local { other_added } = self.mode {
             added_names.extend(other_added.iter().cloned());
         }
+        self.added.clone_from(&added_names);
         if let Some(replace) = get("replace") {
             self.replaces(replace, &path.key("replace"), &added_names, policy);
         }
@@ -341,7 +345,9 @@ impl Validator<'_> {
         }
     }
 
-    fn adds(&mut self, value: &Json, path: &JsonPath) -> Vec<LogicalModel> {
+    /// The valid added definitions, and every name an entry gives (valid or not), so that a
+    /// reference to a broken entry is not reported a second time as unknown.
+    fn adds(&mut self, value: &Json, path: &JsonPath) -> (Vec<LogicalModel>, Vec<String>) {
         let mut out: Vec<LogicalModel> = Vec::new();
         let mut names: Vec<String> = Vec::new();
         for (i, item) in self.array(value, path, "`add`").iter().enumerate() {
@@ -398,7 +404,7 @@ impl Validator<'_> {
                 out.push(model);
             }
         }
-        out
+        (out, names)
     }
 
     /// A supplied (or kept) preferred provider must be a key of the (resulting) provider map.
@@ -539,6 +545,7 @@ impl Validator<'_> {
             ).json(models));
         }
         let mut known: Vec<String> = known.to_vec();
+        known.extend(self.added.iter().cloned());
         if let Mode::Local { other_added } = self.mode {
             known.extend(other_added.iter().cloned());
         }
