@@ -419,12 +419,18 @@ impl Validator<'_> {
         };
         if !providers.iter().any(|(p, _)| p == preferred) {
             let keys: Vec<&str> = providers.iter().map(|(p, _)| p.as_str()).collect();
+            // A kept preferred provider is not in the file: the new map is what broke it.
+            let (field, which) = if s.present.contains(&"preferredProvider") {
+                ("preferredProvider", "the preferred provider")
+            } else {
+                ("providers", "the kept preferred provider")
+            };
             self.push(
                 Issue::new(
                     ErrorClass::UnknownReference,
-                    at.key("preferredProvider"),
+                    at.key(field),
                     format!(
-                        "the preferred provider `{preferred}` must be a key of `providers` ({})",
+                        "{which} `{preferred}` must be a key of `providers` ({})",
                         keys.join(", ")
                     ),
                 )
