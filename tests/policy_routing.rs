@@ -88,12 +88,26 @@ fn router(models: &serde_json::Value) -> String {
 // ---------------------------------------------------------------------------------------
 // Shipped definitions
 
+/// One tabled row: model, effort, capability, cost, preferred provider and its id, guidance,
+/// cautions.
+type Tabled = (
+    &'static str,
+    Effort,
+    u8,
+    u8,
+    &'static str,
+    &'static str,
+    &'static str,
+    Vec<&'static str>,
+);
+
 #[test]
+#[allow(clippy::too_many_lines, reason = "the spec's table, word for word")]
 fn shipped_definitions_are_exactly_as_tabled() {
     let report = resolve(&SlateFile::absent(HOME), &ProjectFile::Absent);
     let p = policy(&report);
     let scope = "May exceed explicit scope or infer permission from earlier requests. Check changes against stated exclusions and approval requirements.";
-    let table: [(&str, Effort, u8, u8, &str, &str, &str, Vec<&str>); 6] = [
+    let table: [Tabled; 6] = [
         (
             "luna-6",
             Effort::Max,
@@ -207,6 +221,10 @@ fn shipped_definitions_are_exactly_as_tabled() {
 // Critical errors: one row per class and position
 
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one row per error class and position"
+)]
 fn every_critical_error_class_is_reported_with_file_path_and_rule() {
     let add = |extra: serde_json::Value| {
         let mut entry = add_entry("project-fast");
