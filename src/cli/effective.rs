@@ -294,14 +294,22 @@ fn render_policy(out: &mut String, view: &EffectiveView, policy: &RoutingPolicy)
         };
         let _ = writeln!(out, "    guidance            {guidance}");
         let _ = writeln!(out, "    cautions            {cautions}");
-        let configured: Vec<String> = d
-            .sources
-            .iter()
-            .filter(|(_, s)| s.as_str() != "shipped")
-            .map(|(f, s)| format!("{f} from {}", safe(s)))
-            .collect();
-        if !configured.is_empty() {
-            let _ = writeln!(out, "    configured          {}", configured.join("; "));
+        // Fields a file supplied, grouped by file (shipped fields are not repeated).
+        let mut by_file: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for (field, source) in d.sources.iter().filter(|(_, s)| s.as_str() != "shipped") {
+            by_file.entry(source).or_default().push(field);
+        }
+        for (file, fields) in by_file {
+            let _ = writeln!(
+                out,
+                "    from {}: {}",
+                safe(file),
+                if fields.len() == d.sources.len() {
+                    "every field".to_owned()
+                } else {
+                    fields.join(", ")
+                }
+            );
         }
     }
     let _ = writeln!(out, "\nConfigured preferred providers");
@@ -314,13 +322,19 @@ fn render_policy(out: &mut String, view: &EffectiveView, policy: &RoutingPolicy)
     );
     let _ = writeln!(out, "\nCompressor order");
     for (i, entry) in policy.compressor.iter().enumerate() {
-        let _ = writeln!(out, "  {}. {} at {}", i + 1, entry.model, entry.effort);
-    }
-    for route in &view.compressor_routes {
+        let routes: Vec<String> = view
+            .compressor_routes
+            .iter()
+            .filter(|r| r.model == entry.model)
+            .map(|r| format!("{}/{}", r.provider, r.id))
+            .collect();
         let _ = writeln!(
             out,
-            "     route {}/{} at {}",
-            route.provider, route.id, route.effort
+            "  {}. {} at {}: {}",
+            i + 1,
+            entry.model,
+            entry.effort,
+            routes.join(", ")
         );
     }
     if let Some(prompt) = &report.prompt {
