@@ -260,57 +260,7 @@ fn render_policy(out: &mut String, view: &EffectiveView, policy: &RoutingPolicy)
     );
     let _ = writeln!(out, "\nDefinitions");
     for d in &policy.definitions {
-        let member = if policy.ordinary.contains(&d.model) {
-            "ordinary"
-        } else {
-            "not in ordinary membership"
-        };
-        let origin = match d.origin {
-            crate::policy::routing::Origin::Shipped => "shipped",
-            crate::policy::routing::Origin::Replaced => "shipped, replaced",
-            crate::policy::routing::Origin::Added => "added",
-        };
-        let _ = writeln!(out, "  {} ({origin}; {member})", d.model);
-        let _ = writeln!(
-            out,
-            "    fixed effort {} · capability {} · cost {}",
-            d.effort, d.capability_rating, d.cost_rating
-        );
-        let routes: Vec<String> = d
-            .providers
-            .iter()
-            .map(|(p, id)| format!("{p}/{id}"))
-            .collect();
-        let _ = writeln!(out, "    exact permissions   {}", routes.join(", "));
-        let guidance = if d.guidelines.is_empty() {
-            "none".to_owned()
-        } else {
-            safe(&d.guidelines.join(" "))
-        };
-        let cautions = if d.cautions.is_empty() {
-            "none".to_owned()
-        } else {
-            safe(&d.cautions.join(" "))
-        };
-        let _ = writeln!(out, "    guidance            {guidance}");
-        let _ = writeln!(out, "    cautions            {cautions}");
-        // Fields a file supplied, grouped by file (shipped fields are not repeated).
-        let mut by_file: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-        for (field, source) in d.sources.iter().filter(|(_, s)| s.as_str() != "shipped") {
-            by_file.entry(source).or_default().push(field);
-        }
-        for (file, fields) in by_file {
-            let _ = writeln!(
-                out,
-                "    from {}: {}",
-                safe(file),
-                if fields.len() == d.sources.len() {
-                    "every field".to_owned()
-                } else {
-                    fields.join(", ")
-                }
-            );
-        }
+        render_definition(out, d, policy.ordinary.contains(&d.model));
     }
     let _ = writeln!(out, "\nConfigured preferred providers");
     for (model, provider) in &view.preferred_providers {
@@ -355,6 +305,60 @@ fn render_policy(out: &mut String, view: &EffectiveView, policy: &RoutingPolicy)
             .join(", ")
     };
     let _ = writeln!(out, "workerExtensions (unanchored patterns): {extensions}");
+}
+
+fn render_definition(out: &mut String, d: &LogicalModel, ordinary: bool) {
+    let member = if ordinary {
+        "ordinary"
+    } else {
+        "not in ordinary membership"
+    };
+    let origin = match d.origin {
+        crate::policy::routing::Origin::Shipped => "shipped",
+        crate::policy::routing::Origin::Replaced => "shipped, replaced",
+        crate::policy::routing::Origin::Added => "added",
+    };
+    let _ = writeln!(out, "  {} ({origin}; {member})", d.model);
+    let _ = writeln!(
+        out,
+        "    fixed effort {} · capability {} · cost {}",
+        d.effort, d.capability_rating, d.cost_rating
+    );
+    let routes: Vec<String> = d
+        .providers
+        .iter()
+        .map(|(p, id)| format!("{p}/{id}"))
+        .collect();
+    let _ = writeln!(out, "    exact permissions   {}", routes.join(", "));
+    let guidance = if d.guidelines.is_empty() {
+        "none".to_owned()
+    } else {
+        safe(&d.guidelines.join(" "))
+    };
+    let cautions = if d.cautions.is_empty() {
+        "none".to_owned()
+    } else {
+        safe(&d.cautions.join(" "))
+    };
+    let _ = writeln!(out, "    guidance            {guidance}");
+    let _ = writeln!(out, "    cautions            {cautions}");
+    // Fields a file supplied, grouped by file (shipped fields are not repeated).
+    let mut by_file: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (field, source) in d.sources.iter().filter(|(_, s)| s.as_str() != "shipped") {
+        by_file.entry(source).or_default().push(field);
+    }
+    for (file, fields) in by_file {
+        let _ = writeln!(
+            out,
+            "    from {}: {}",
+            safe(file),
+            if fields.len() == d.sources.len() {
+                "every field".to_owned()
+            } else {
+                fields.join(", ")
+            }
+        );
+    }
 }
 
 fn render_problems(out: &mut String, title: &str, problems: &[RoutingProblem]) {
