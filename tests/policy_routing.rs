@@ -681,6 +681,15 @@ fn legacy_keys_are_named_and_ignored() {
         assert_eq!(w.problem.file.as_deref(), Some(HOME));
         assert!(w.problem.rule.contains("ignored"));
     }
+    // An ignored legacy value has no effect at all: the project's array-form `router.models`
+    // does not replace home's object form.
+    let r = layered(
+        Some(&router(&json!({"exclude": ["luna-6"]}))),
+        Some(r#"{"router": {"models": ["luna-6"]}}"#),
+    );
+    assert_eq!(policy(&r).ordinary.len(), 5);
+    assert_eq!(r.warnings.len(), 1);
+    assert_eq!(r.warnings[0].problem.file.as_deref(), Some(PROJECT));
 }
 
 // ---------------------------------------------------------------------------------------

@@ -260,7 +260,12 @@ pub fn resolve(home: &SlateFile<'_>, project: &ProjectFile<'_>) -> RoutingReport
     let empty = Json::Object(Vec::new());
     let home_root = home_parsed.as_ref().map_or(&empty, |p| &p.root);
     let project_root = project_parsed.as_ref().map_or(&empty, |p| &p.root);
-    let merged = json::merge(home_root, project_root);
+    // Legacy values are named (by the single-file pass) and ignored: they take no part in the
+    // merge.
+    let merged = json::merge(
+        &validate::without_legacy(home_root),
+        &validate::without_legacy(project_root),
+    );
     let file_of = |path: &JsonPath| -> String {
         if let Some(p) = project_parsed
             .as_ref()

@@ -22,6 +22,35 @@ const LEGACY_ROUTER_KEYS: [&str; 2] = ["allowUnmeasuredEffort", "showWarnings"];
 const LEGACY_ROOT_KEYS: [&str; 2] = ["modelFailover", "episodeModel"];
 const MODELS_KEYS: [&str; 4] = ["include", "exclude", "add", "replace"];
 
+/// `root` without its legacy values, so an ignored value has no effect at all: a project's
+/// array-form `router.models` does not replace home's object form in the merge.
+pub fn without_legacy(root: &Json) -> Json {
+    let Json::Object(members) = root else {
+        return root.clone();
+    };
+    let members = members
+        .iter()
+        .filter(|(k, _)| !LEGACY_ROOT_KEYS.contains(&k.as_str()))
+        .map(|(k, v)| match (k.as_str(), v) {
+            ("router", Json::Object(router)) => (
+                k.clone(),
+                Json::Object(
+                    router
+                        .iter()
+                        .filter(|(rk, rv)| {
+                            !LEGACY_ROUTER_KEYS.contains(&rk.as_str())
+                                && !(rk == "models" && matches!(rv, Json::Array(_)))
+                        })
+                        .cloned()
+                        .collect(),
+                ),
+            ),
+            _ => (k.clone(), v.clone()),
+        })
+        .collect();
+    Json::Object(members)
+}
+
 /// The names an `add` array defines (valid names only), for [`Mode::Local`] of the other file.
 pub fn added_names(root: &Json) -> Vec<String> {
     let Some(Json::Array(adds)) = root
