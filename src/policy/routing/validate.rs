@@ -37,10 +37,7 @@ pub fn without_legacy(root: &Json) -> Json {
                 Json::Object(
                     router
                         .iter()
-                        .filter(|(rk, rv)| {
-                            !LEGACY_ROUTER_KEYS.contains(&rk.as_str())
-                                && !(rk == "models" && matches!(rv, Json::Array(_)))
-                        })
+                        .filter(|(rk, rv)| !is_legacy_router_member(rk, rv))
                         .cloned()
                         .collect(),
                 ),
@@ -49,6 +46,10 @@ pub fn without_legacy(root: &Json) -> Json {
         })
         .collect();
     Json::Object(members)
+}
+
+fn is_legacy_router_member(key: &str, value: &Json) -> bool {
+    LEGACY_ROUTER_KEYS.contains(&key) || (key == "models" && matches!(value, Json::Array(_)))
 }
 
 /// The names an `add` array defines (valid names only), for [`Mode::Local`] of the other file.
