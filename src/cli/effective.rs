@@ -82,7 +82,13 @@ pub fn run(printer: &Printer, approve: Option<bool>, recovery: Option<&str>) -> 
         }
     };
     let recovery_view = match (recovery, &loaded.report.policy) {
-        (None, _) | (Some(_), None) => None,
+        (None, _) => None,
+        (Some(_), None) => {
+            if !printer.json() {
+                printer.err_line("--recovery: no order while routing is blocked");
+            }
+            None
+        }
         (Some(from), Some(policy)) => match recovery_for(policy, from) {
             Ok(view) => Some(view),
             Err(message) => {
