@@ -1041,3 +1041,21 @@ proptest! {
         prop_assert_eq!(report.policy.is_some(), !report.blocked);
     }
 }
+
+/// Regression: lookups, merge and deduplication were quadratic in the number of keys, so a
+/// hostile file with tens of thousands of keys took minutes. Every problem is still reported
+/// exactly once.
+#[test]
+fn a_file_with_many_keys_reports_each_problem_once() {
+    let keys: serde_json::Map<String, serde_json::Value> =
+        (0..20_000).map(|i| (format!("k{i}"), json!(1))).collect();
+    let text = json!({ "router": keys }).to_string();
+    let report = layered(Some(&text), Some("{}"));
+    assert_eq!(report.errors.len(), 20_000);
+    assert!(
+        report
+            .errors
+            .iter()
+            .all(|e| e.class == ErrorClass::UnknownField)
+    );
+}

@@ -23,6 +23,8 @@ pub mod prompt;
 mod shipped;
 mod validate;
 
+use std::collections::HashSet;
+
 use serde::Serialize;
 
 pub use definition::{
@@ -257,7 +259,7 @@ pub fn resolve(home: &SlateFile<'_>, project: &ProjectFile<'_>) -> RoutingReport
     }
 
     // The merged policy.
-    let empty = Json::Object(Vec::new());
+    let empty = Json::Object(json::Object::default());
     let home_root = home_parsed.as_ref().map_or(&empty, |p| &p.root);
     let project_root = project_parsed.as_ref().map_or(&empty, |p| &p.root);
     // Legacy values are named (by the single-file pass) and ignored: they take no part in the
@@ -329,14 +331,16 @@ fn finish(
 ) -> RoutingReport {
     let mut errors: Vec<RoutingProblem> = Vec::new();
     let mut warnings: Vec<RoutingProblem> = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
     for problem in problems {
-        let list = if problem.class.is_warning() {
-            &mut warnings
+        // The single-file and merged passes can find the same problem: report it once.
+        if !seen.insert(problem.to_string()) {
+            continue;
+        }
+        if problem.class.is_warning() {
+            warnings.push(problem);
         } else {
-            &mut errors
-        };
-        if !list.contains(&problem) {
-            list.push(problem);
+            errors.push(problem);
         }
     }
     for source in &mut sources {

@@ -1,7 +1,7 @@
 //! One logical definition and the rules of its eight fields (shared by `add`, which needs all of
 //! them, and `replace`, which may supply any subset of the seven besides `model`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use serde::{Serialize, Serializer};
 
@@ -124,10 +124,10 @@ pub fn parse_fields(
     issues: &mut Vec<Issue>,
 ) -> Supplied {
     let mut out = Supplied::default();
-    let mut seen: Vec<&str> = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::new();
     for (name, value) in members {
         let at = path.key(name);
-        if seen.contains(&name.as_str()) {
+        if !seen.insert(name) {
             issues.push(
                 Issue::new(
                     ErrorClass::DuplicateName,
@@ -138,7 +138,6 @@ pub fn parse_fields(
             );
             continue;
         }
-        seen.push(name);
         let Some(field) = FIELDS.iter().find(|f| **f == name) else {
             issues.push(
                 Issue::new(
@@ -314,9 +313,10 @@ fn providers(
     }
     let before = issues.len();
     let mut out: Vec<(String, String)> = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::new();
     for (provider, id) in members {
         let here = at.key(provider);
-        if out.iter().any(|(p, _)| p == provider) {
+        if !seen.insert(provider) {
             issues.push(
                 Issue::new(
                     ErrorClass::DuplicateName,

@@ -2,7 +2,9 @@
 //! is the recovery order) and repeated keys stay visible (a repeated name is an error, not
 //! silently the last one). Also the recursive merge of two files and JSON paths.
 
+use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::ops::Deref;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Number, Value};
@@ -15,14 +17,63 @@ pub enum Json {
     Number(Number),
     String(String),
     Array(Vec<Json>),
-    Object(Vec<(String, Json)>),
+    Object(Object),
+}
+
+/// An object's members in file order, repeats included, with an index of each key's last
+/// occurrence so lookups stay constant-time on hostile files with many keys.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Object {
+    members: Vec<(String, Json)>,
+    last: HashMap<String, usize>,
+}
+
+impl Object {
+    /// The member `name`; the last one when repeated, as `JSON.parse` keeps it.
+    pub fn get(&self, name: &str) -> Option<&Json> {
+        self.last.get(name).map(|i| &self.members[*i].1)
+    }
+}
+
+impl From<Vec<(String, Json)>> for Object {
+    fn from(members: Vec<(String, Json)>) -> Self {
+        let last = members
+            .iter()
+            .enumerate()
+            .map(|(i, (k, _))| (k.clone(), i))
+            .collect();
+        Self { members, last }
+    }
+}
+
+impl FromIterator<(String, Json)> for Object {
+    fn from_iter<I: IntoIterator<Item = (String, Json)>>(iter: I) -> Self {
+        Self::from(iter.into_iter().collect::<Vec<_>>())
+    }
+}
+
+impl<'a> IntoIterator for &'a Object {
+    type Item = &'a (String, Json);
+    type IntoIter = std::slice::Iter<'a, (String, Json)>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.members.iter()
+    }
+}
+
+impl Deref for Object {
+    type Target = [(String, Json)];
+
+    fn deref(&self) -> &Self::Target {
+        &self.members
+    }
 }
 
 impl Json {
     /// The member `name` of an object; the last one when repeated, as `JSON.parse` keeps it.
     pub fn get(&self, name: &str) -> Option<&Json> {
         match self {
-            Json::Object(members) => members.iter().rev().find(|(k, _)| k == name).map(|m| &m.1),
+            Json::Object(members) => members.get(name),
             _ => None,
         }
     }
@@ -142,7 +193,7 @@ impl<'de> Visitor<'de> for JsonVisitor {
         while let Some((k, v)) = map.next_entry::<String, Json>()? {
             members.push((k, v));
         }
-        Ok(Json::Object(members))
+        Ok(Json::Object(Object::from(members)))
     }
 }
 
@@ -160,19 +211,20 @@ pub fn parse(bytes: &[u8]) -> Result<Json, String> {
 pub fn merge(base: &Json, over: &Json) -> Json {
     match (base, over) {
         (Json::Object(base_members), Json::Object(over_members)) => {
+            let mut seen: HashSet<&str> = HashSet::new();
             let mut merged: Vec<(String, Json)> = Vec::new();
-            for (k, _) in base_members.iter().chain(over_members) {
-                if merged.iter().any(|(m, _)| m == k) {
+            for (k, _) in base_members.iter().chain(over_members.iter()) {
+                if !seen.insert(k) {
                     continue;
                 }
-                let value = match (base.get(k), over.get(k)) {
+                let value = match (base_members.get(k), over_members.get(k)) {
                     (Some(b), Some(o)) => merge(b, o),
                     (Some(v), None) | (None, Some(v)) => v.clone(),
                     (None, None) => continue,
                 };
                 merged.push((k.clone(), value));
             }
-            Json::Object(merged)
+            Json::Object(Object::from(merged))
         }
         _ => over.clone(),
     }

@@ -1,6 +1,8 @@
 //! Validation of one `router` object (`router.models` include/exclude/add/replace and
 //! `router.compressor.models`) into a [`RoutingPolicy`], reporting every problem.
 
+use std::collections::HashSet;
+
 use super::definition::{FIELDS, LogicalModel, Origin, Supplied, effort, model_name, parse_fields};
 use super::issue::{ErrorClass, Issue};
 use super::json::{Json, JsonPath};
@@ -580,12 +582,13 @@ impl Validator<'_> {
                 "an explicit empty compressor list is a blocking error: no hidden compressor follows it; omit the key to inherit `claude-sonnet-5.5` at `medium`",
             ).json(models));
         }
-        let mut known: Vec<String> = known.to_vec();
+        let mut known: HashSet<String> = known.iter().cloned().collect();
         known.extend(self.added.iter().cloned());
         if let Mode::Local { other_added } = self.mode {
             known.extend(other_added.iter().cloned());
         }
         let mut out: Vec<CompressorEntry> = Vec::new();
+        let mut listed: HashSet<String> = HashSet::new();
         for (i, item) in items.iter().enumerate() {
             let at = path.index(i);
             let Some(members) = self.entry_members(item, &at, "a compressor entry") else {
@@ -615,7 +618,7 @@ impl Validator<'_> {
                 self.unknown_model(at.key("model"), &model, "compressor");
                 continue;
             }
-            if out.iter().any(|e| e.model == model) {
+            if !listed.insert(model.clone()) {
                 self.push(
                     Issue::new(
                         ErrorClass::DuplicateName,
