@@ -399,3 +399,54 @@ fn pi_error_text_classification() {
         assert_eq!(classify_message(text), kind, "{text}");
     }
 }
+
+#[test]
+fn only_a_successful_action_publishes_and_the_later_started_one_wins() {
+    use slate::policy::recovery::{ActionOutcome as O, SessionPreferences};
+    let mut prefs = SessionPreferences::new();
+    for outcome in [O::Failed, O::Cancelled, O::Interrupted, O::Unknown] {
+        assert!(!prefs.publish_provider(1, outcome, "sol-6.1", "gateway"));
+    }
+    assert!(prefs.remembered().is_empty());
+    // Admission 3 finishes first, admission 2 later: the later-started (3) wins.
+    assert!(prefs.publish_provider(3, O::Ok, "sol-6.1", "gateway"));
+    assert!(!prefs.publish_provider(2, O::Ok, "sol-6.1", "openai"));
+    assert_eq!(prefs.remembered()["sol-6.1"], "gateway");
+    assert!(prefs.publish_provider(4, O::Ok, "sol-6.1", "openai"));
+    assert_eq!(prefs.remembered()["sol-6.1"], "openai");
+    // The remembered provider leads the next action's plan.
+    let p = policy_from(&json!({"router": {"models": {"replace": [
+        {"model": "sol-6.1", "providers": {"openai": "gpt-6.1-sol", "gateway": "openai/gpt-6.1-sol"}}
+    ]}}}));
+    let sol = p.definition("sol-6.1").unwrap();
+    prefs.publish_provider(5, O::Ok, "sol-6.1", "gateway");
+    assert_eq!(
+        initial_route(sol, &prefs.remembered()).unwrap().provider,
+        "gateway"
+    );
+    // A reset clears and invalidates every earlier admission.
+    prefs.reset(10);
+    assert!(prefs.remembered().is_empty());
+    assert!(!prefs.publish_provider(9, O::Ok, "sol-6.1", "gateway"));
+    assert!(prefs.publish_provider(10, O::Ok, "sol-6.1", "gateway"));
+}
+
+#[test]
+fn the_compressor_start_never_moves_backward() {
+    use slate::policy::recovery::{ActionOutcome as O, SessionPreferences};
+    let mut prefs = SessionPreferences::new();
+    assert_eq!(prefs.compressor_start(), 0);
+    assert!(!prefs.publish_compressor(1, O::Failed, 2));
+    assert!(prefs.publish_compressor(1, O::Ok, 2));
+    assert_eq!(prefs.compressor_start(), 2);
+    // Freshness never permits an earlier entry.
+    assert!(!prefs.publish_compressor(5, O::Ok, 1));
+    // An older admission never wins, even for a later entry.
+    assert!(!prefs.publish_compressor(0, O::Ok, 3));
+    assert!(prefs.publish_compressor(6, O::Ok, 3));
+    assert_eq!(prefs.compressor_start(), 3);
+    // Until a preference reset.
+    prefs.reset(7);
+    assert_eq!(prefs.compressor_start(), 0);
+    assert!(prefs.publish_compressor(7, O::Ok, 0));
+}

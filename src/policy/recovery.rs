@@ -11,6 +11,7 @@
 //! and never wrapping. Each exact provider/model pair is entered at most once in one operation.
 
 mod classify;
+mod memory;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -21,6 +22,7 @@ use crate::policy::model::Effort;
 use crate::policy::routing::{LogicalModel, RoutingPolicy, effort_name};
 
 pub use classify::{Exhaustion, FailureKind, RecoveryDecision, classify_message, decide};
+pub use memory::{ActionOutcome, Admission, SessionPreferences};
 
 /// One physical route attempt: an exact provider and Pi model id for a logical model, at the
 /// effort that route runs with.
