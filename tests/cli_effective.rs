@@ -223,3 +223,13 @@ fn no_credentials_are_shown() {
     let out = f.run(&[]);
     assert!(!String::from_utf8_lossy(&out.stdout).contains("sk-SECRET"));
 }
+
+#[test]
+fn an_unreadable_home_file_blocks_routing() {
+    let f = Fixture::new("unreadable");
+    std::fs::write(f.agent.join("slate.json"), b"{\"router\": \"\xff\"}").unwrap();
+    let v = f.json(&[], 2);
+    assert_eq!(v["errors"][0]["class"], "invalid-json");
+    assert!(v["errors"][0]["rule"].as_str().unwrap().contains("UTF-8"));
+    assert_eq!(v["sources"][0]["status"], "invalid");
+}

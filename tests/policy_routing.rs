@@ -1059,3 +1059,9 @@ fn a_file_with_many_keys_reports_each_problem_once() {
             .all(|e| e.class == ErrorClass::UnknownField)
     );
 }
+
+#[test]
+fn a_leading_byte_order_mark_is_ignored() {
+    let text = format!("\u{feff}{}", router(&json!({"exclude": ["luna-6"]})));
+    assert_eq!(policy(&home(&text)).ordinary.len(), 5);
+}
