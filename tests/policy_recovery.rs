@@ -450,3 +450,90 @@ fn the_compressor_start_never_moves_backward() {
     assert_eq!(prefs.compressor_start(), 0);
     assert!(prefs.publish_compressor(7, O::Ok, 0));
 }
+
+mod properties {
+    use std::collections::BTreeSet;
+
+    use proptest::prelude::*;
+
+    use super::{custom, model};
+    use slate::policy::recovery::{Remembered, model_order, ordinary_recovery};
+
+    /// Up to 8 custom models with ratings from a small range (so levels and ties repeat) and
+    /// 1..=3 providers drawn from a small shared set (so pairs collide across models).
+    /// Capability, cost, and (provider index, model index) routes of one generated model.
+    type Generated = (u8, u8, Vec<(usize, usize)>);
+
+    fn models() -> impl Strategy<Value = Vec<Generated>> {
+        prop::collection::vec(
+            (
+                40u8..=46,
+                1u8..=4,
+                prop::collection::vec((0usize..3, 0usize..3), 1..=3),
+            ),
+            2..=8,
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn every_reachable_pair_once_active_identity_first_distance_never_decreases(
+            spec in models(),
+            active in 0usize..8,
+        ) {
+            let defs: Vec<serde_json::Value> = spec
+                .iter()
+                .enumerate()
+                .map(|(i, (cap, cost, routes))| {
+                    let mut seen = BTreeSet::new();
+                    let routes: Vec<(String, String)> = routes
+                        .iter()
+                        .filter(|(p, _)| seen.insert(*p))
+                        .map(|(p, m)| (format!("p{p}"), format!("m{m}")))
+                        .collect();
+                    let refs: Vec<(&str, &str)> =
+                        routes.iter().map(|(p, m)| (p.as_str(), m.as_str())).collect();
+                    model(&format!("x{i}"), *cap, *cost, &refs)
+                })
+                .collect();
+            let p = custom(&defs);
+            let active = p.definition(&format!("x{}", active % spec.len())).unwrap();
+            let (fp, fid) = active.providers[0].clone();
+            let attempts = ordinary_recovery(&p, active, (&fp, &fid), &Remembered::new());
+
+            // Each exact pair at most once, never the failed one.
+            let pairs: Vec<(String, String)> =
+                attempts.iter().map(|a| (a.provider.clone(), a.id.clone())).collect();
+            let unique: BTreeSet<_> = pairs.iter().cloned().collect();
+            prop_assert_eq!(unique.len(), pairs.len());
+            prop_assert!(!unique.contains(&(fp.clone(), fid.clone())));
+
+            // Every pair of every ordinary model is reached (or was already entered).
+            let mut expected: BTreeSet<(String, String)> = p
+                .ordinary_definitions()
+                .flat_map(|d| d.providers.iter().cloned())
+                .collect();
+            expected.remove(&(fp, fid));
+            prop_assert_eq!(unique, expected);
+
+            // The active identity's routes come first, as one block.
+            let first_other = attempts.iter().position(|a| a.model != active.model);
+            if let Some(k) = first_other {
+                prop_assert!(attempts[k..].iter().all(|a| a.model != active.model));
+            }
+
+            // Other models by non-decreasing rating distance; within a rating, ascending cost.
+            let order = model_order(&p, active);
+            let key = |d: &slate::policy::routing::LogicalModel| {
+                (d.capability_rating.abs_diff(active.capability_rating), d.cost_rating)
+            };
+            for w in order.windows(2) {
+                let (a, b) = (key(w[0]), key(w[1]));
+                prop_assert!(a.0 <= b.0, "distance decreased: {:?}", order.iter().map(|d| &d.model).collect::<Vec<_>>());
+                if w[0].capability_rating == w[1].capability_rating {
+                    prop_assert!(a.1 <= b.1);
+                }
+            }
+        }
+    }
+}

@@ -77,7 +77,11 @@ pub fn run(printer: &Printer, approve: Option<bool>, recovery: Option<&str>) -> 
     let loaded = match load_routing(&cwd, approve) {
         Ok(loaded) => loaded,
         Err(problems) => {
-            report_problems(printer, "the routing configuration cannot be loaded", &problems);
+            report_problems(
+                printer,
+                "the routing configuration cannot be loaded",
+                &problems,
+            );
             return ExitCode::Usage;
         }
     };
