@@ -233,3 +233,16 @@ fn an_unreadable_home_file_blocks_routing() {
     assert!(v["errors"][0]["rule"].as_str().unwrap().contains("UTF-8"));
     assert_eq!(v["sources"][0]["status"], "invalid");
 }
+
+/// The whole text answer for the shipped policy, paths normalized.
+#[test]
+fn shipped_text_output_snapshot() {
+    let f = Fixture::new("snapshot");
+    let out = f.run(&["--recovery", "sol-6.1"]);
+    assert_eq!(out.status.code(), Some(0));
+    let base = f.agent.parent().unwrap().canonicalize().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout)
+        .replace(&base.display().to_string(), "<tmp>")
+        .replace(&f.agent.parent().unwrap().display().to_string(), "<tmp>");
+    insta::assert_snapshot!(text);
+}
