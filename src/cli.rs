@@ -3,6 +3,7 @@
 mod commands;
 mod demo;
 mod demo_live;
+mod effective;
 mod embedded;
 mod fleet;
 mod handoff;
@@ -78,6 +79,20 @@ pub enum Command {
         /// Human text even when stdout is not a terminal (the default there is JSON).
         #[arg(long, conflicts_with = "json")]
         text: bool,
+    },
+    /// Show the effective logical-model routing policy for this directory (shipped → home
+    /// `slate.json` → trusted project `.pi/slate.json`); exit 2 when routing is blocked.
+    Effective {
+        /// Trust this project's `.pi/` config for this command.
+        #[arg(long, conflicts_with = "no_approve")]
+        approve: bool,
+        /// Do not trust this project's `.pi/` config for this command.
+        #[arg(long)]
+        no_approve: bool,
+        /// Also print the recovery order after a route fails: a logical model name (its first
+        /// route fails) or an exact `provider/id` route.
+        #[arg(long, value_name = "MODEL")]
+        recovery: Option<String>,
     },
     /// Run one `delegate_task` request (JSON file, or `-` for stdin) in an embedded
     /// coordinator for this directory and print the ordered outcomes.
@@ -319,6 +334,7 @@ pub struct Select {
 }
 
 /// Run a parsed command; the caller maps the result to the process exit code.
+#[allow(clippy::too_many_lines, reason = "one dispatch arm per command")]
 pub fn run(cli: Cli) -> ExitCode {
     let printer = Printer::new(cli.json);
     match cli.command {
@@ -359,6 +375,11 @@ pub fn run(cli: Cli) -> ExitCode {
             prompts,
             text,
         } => profiles::run(&printer, approval(approve, no_approve), prompts, text),
+        Command::Effective {
+            approve,
+            no_approve,
+            recovery,
+        } => effective::run(&printer, approval(approve, no_approve), recovery.as_deref()),
         Command::Run {
             file,
             backend,

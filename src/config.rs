@@ -1,6 +1,8 @@
 //! Loading configuration for the current directory: the agent dir, pi's project-trust
 //! decision, and `delegation.json` from the operator and (trusted) project. The IO edge for
-//! `policy::profiles` and `policy::trust`.
+//! `policy::profiles` and `policy::trust`; [`routing`] does the same for `slate.json`.
+
+pub mod routing;
 
 use std::io;
 use std::path::{Path, PathBuf};

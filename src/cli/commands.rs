@@ -295,6 +295,7 @@ pub fn run(printer: &Printer, command: Command) -> ExitCode {
         | Command::Completions { .. }
         | Command::Hub { .. }
         | Command::Man
+        | Command::Effective { .. }
         | Command::Profiles { .. }
         | Command::Run { .. }
         | Command::Serve { .. }
