@@ -1134,9 +1134,21 @@ fn slate(env: &Env, args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// A home `slate.json` whose routing policy permits `fake/fake-model` at `effort` (an
+/// adoption pause validates the model against the routing policy).
+fn permit_fake_model(agent: &Path, effort: &str) {
+    let slate = json!({"router": {"models": {"add": [{
+        "model": "fake-test", "capabilityRating": 50, "costRating": 10, "effort": effort,
+        "preferredProvider": "fake", "providers": {"fake": "fake-model"},
+        "guidelines": ["tests only"], "cautions": ["offline fake server"]
+    }]}}});
+    fs::write(agent.join("slate.json"), slate.to_string()).unwrap();
+}
+
 #[test]
 fn cli_exit_codes_and_json() {
     let env = Env::new();
+    permit_fake_model(&env.agent, "off");
     let path = env.session(&[]);
     let p = path.to_str().unwrap();
     let before = fs::read(&path).unwrap();
@@ -1308,6 +1320,7 @@ fn real_pi_continues_sessions_slate_wrote() {
     };
     let fake = fake_llm::FakeLlm::start().unwrap();
     let sandbox = pi_env::PiSandbox::new("handoff", &fake.base_url()).unwrap();
+    permit_fake_model(&sandbox.agent_dir, "off");
     pi_prompt(&sandbox, &pi, &[], "SCENARIO:TEXT first prompt");
     let first = sessions_in(&sandbox);
     assert_eq!(first.len(), 1, "pi wrote one session");
@@ -1554,4 +1567,49 @@ fn a_failed_unpause_save_keeps_the_pause() {
         (out.pause_reason, out.kickoff),
         (ClearedPause::Adoption, "claimed")
     );
+}
+
+/// The routing gate an adoption pause uses: exact permissions of ordinary membership, the
+/// definition's fixed effort, nothing while routing is blocked.
+#[test]
+fn routing_gate_permits_exact_permissions_at_their_fixed_effort() {
+    use slate::handoff::gate::RoutingGate;
+    use slate::policy::routing::{ProjectFile, SlateFile, resolve};
+    let shipped = resolve(&SlateFile::absent("home"), &ProjectFile::Absent);
+    let gate = RoutingGate { report: &shipped };
+    let choice = |m: &str, e: Option<&str>| ModelChoice {
+        model: Some(m.to_owned()),
+        effort: e.map(str::to_owned),
+    };
+    let ok = gate.permit(&choice("openai/gpt-6-luna", None)).unwrap();
+    assert_eq!(
+        ok.effort.map(|e| e.as_str()),
+        Some("max"),
+        "the fixed effort"
+    );
+    assert!(
+        gate.permit(&choice("openai/gpt-6-luna", Some("max")))
+            .is_ok()
+    );
+    let wrong_effort = gate
+        .permit(&choice("openai/gpt-6-luna", Some("low")))
+        .unwrap_err();
+    assert_eq!(wrong_effort[0].path, "--effort");
+    assert!(
+        wrong_effort[0].rule.contains("luna-6"),
+        "{:?}",
+        wrong_effort
+    );
+    let unknown = gate.permit(&choice("fake/fake-model", None)).unwrap_err();
+    assert_eq!(unknown[0].path, "--model");
+    let blocked_file = SlateFile {
+        label: "home/slate.json",
+        bytes: Some(br#"{"router": {"models": {"include": ["no-such-model"]}}}"#),
+    };
+    let blocked = resolve(&blocked_file, &ProjectFile::Absent);
+    assert!(blocked.blocked);
+    let refused = RoutingGate { report: &blocked }
+        .permit(&choice("openai/gpt-6-luna", None))
+        .unwrap_err();
+    assert!(refused[0].rule.contains("blocked"), "{refused:?}");
 }

@@ -7,8 +7,9 @@ use serde_json::json;
 
 use crate::cli::fleet::try_connect;
 use crate::cli::{ExitCode, Printer};
+use crate::handoff::Purpose;
+use crate::handoff::gate::RoutingGate;
 use crate::handoff::run::{self, Context, Fleet, HandoffError, HandoffReport, ResumeReport};
-use crate::handoff::{ExactSelectionGate, Purpose};
 use crate::policy::Problem;
 use crate::policy::trust::{agent_dir, decide_trust};
 use crate::store::fs::RealFs;
@@ -62,7 +63,14 @@ fn with_context<T>(
     let trust_agent = agent.clone();
     let trusted = move || decide_trust(&trust_cwd, &trust_agent, None, &RealFs).map(|d| d.trusted);
     let probe = ProcScan::default();
-    let gate = ExactSelectionGate;
+    // An adoption pause validates the model against the routing policy of this directory.
+    let routing = crate::config::routing::load_routing(&cwd, None).map_err(|problems| {
+        print_error(printer, "the routing policy cannot be loaded", &problems);
+        ExitCode::Usage
+    })?;
+    let gate = RoutingGate {
+        report: &routing.report,
+    };
     let ctx = Context {
         cwd,
         agent_dir: agent,

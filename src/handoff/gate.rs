@@ -1,12 +1,10 @@
 //! "Is this model and effort permitted?" — the question an `adoption` pause asks before it
 //! clears.
 //!
-//! [`ModelGate`] is the seam for the routing policy (spec 002, `src/policy/routing*`, written
-//! separately): the lead plugs it in at merge. Until then [`ExactSelectionGate`] answers with
-//! the exact-selection parser of `policy::model` only: the model must be an exact
-//! `provider/id[:effort]` and the effort one of pi's level names. It permits any provider and
-//! id that parse; it does **not** know the logical definitions, their fixed efforts or the
-//! exact permissions of `slate.json`.
+//! [`ModelGate`] is the seam; [`RoutingGate`] is what `slate handoff` / `slate resume` use:
+//! the routing policy of the directory (spec 002) — an exact permission of a logical model in
+//! ordinary membership, at that model's fixed effort. [`ExactSelectionGate`] checks the shape
+//! only (an exact `provider/id[:effort]` and one of pi's level names); tests use it.
 
 use crate::core::task::ModelSelection;
 use crate::policy::Problem;
@@ -97,4 +95,60 @@ pub fn parse_choice(choice: &ModelChoice) -> Result<Selected, Vec<Problem>> {
         model: model.map(|m| ModelSelection { effort: None, ..m }),
         effort,
     })
+}
+
+/// The routing policy's answer (spec 002): the model must be an exact permission
+/// (`provider/id`) of a logical model in ordinary membership, and the effort that model's
+/// fixed effort (taken from the definition when none is given). A blocked policy permits
+/// nothing: logical work waits until `slate.json` is fixed.
+pub struct RoutingGate<'a> {
+    pub report: &'a crate::policy::routing::RoutingReport,
+}
+
+impl ModelGate for RoutingGate<'_> {
+    fn permit(&self, choice: &ModelChoice) -> Result<Selected, Vec<Problem>> {
+        let selected = parse_choice(choice)?;
+        let Some(policy) = self.report.policy.as_ref().filter(|_| !self.report.blocked) else {
+            return Err(vec![Problem::new(
+                "slate.json",
+                format!(
+                    "routing is blocked by {} error(s): no model can be validated until they are fixed (see `slate effective`)",
+                    self.report.errors.len()
+                ),
+            )]);
+        };
+        let Some(model) = &selected.model else {
+            return Ok(selected);
+        };
+        let Some(definition) = policy.ordinary_definitions().find(|d| {
+            d.providers
+                .iter()
+                .any(|(provider, id)| *provider == model.provider && *id == model.id)
+        }) else {
+            return Err(vec![
+                Problem::new(
+                    "--model",
+                    "is not an exact permission of any logical model in ordinary membership (see `slate effective`)",
+                )
+                .value(format!("{}/{}", model.provider, model.id)),
+            ]);
+        };
+        match selected.effort {
+            Some(effort) if effort != definition.effort => Err(vec![
+                Problem::new(
+                    "--effort",
+                    format!(
+                        "must be `{}`, the fixed effort of logical model {}",
+                        definition.effort.as_str(),
+                        definition.model
+                    ),
+                )
+                .value(effort.as_str()),
+            ]),
+            _ => Ok(Selected {
+                effort: Some(definition.effort),
+                ..selected
+            }),
+        }
+    }
 }
