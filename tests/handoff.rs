@@ -1583,7 +1583,7 @@ fn routing_gate_permits_exact_permissions_at_their_fixed_effort() {
     };
     let ok = gate.permit(&choice("openai/gpt-6-luna", None)).unwrap();
     assert_eq!(
-        ok.effort.map(|e| e.as_str()),
+        ok.effort.map(slate::policy::model::Effort::as_str),
         Some("max"),
         "the fixed effort"
     );
@@ -1595,11 +1595,7 @@ fn routing_gate_permits_exact_permissions_at_their_fixed_effort() {
         .permit(&choice("openai/gpt-6-luna", Some("low")))
         .unwrap_err();
     assert_eq!(wrong_effort[0].path, "--effort");
-    assert!(
-        wrong_effort[0].rule.contains("luna-6"),
-        "{:?}",
-        wrong_effort
-    );
+    assert!(wrong_effort[0].rule.contains("luna-6"), "{wrong_effort:?}");
     let unknown = gate.permit(&choice("fake/fake-model", None)).unwrap_err();
     assert_eq!(unknown[0].path, "--model");
     let blocked_file = SlateFile {
