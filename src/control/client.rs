@@ -71,7 +71,19 @@ impl ClientError {
 
 /// A response as the client keeps it: the result's JSON text, unparsed, so a caller that
 /// wants a typed value reads the text once (a full status answer is megabytes).
-type Answer = Result<Box<RawValue>, ControlError>;
+type Answer = Result<RawResult, ControlError>;
+
+/// A result's JSON text as the server sent it. Every reader parses it (`call` into a value,
+/// `call_typed` into `T`, the status table into borrowed rows), which also validates it: a
+/// result that is not exactly one JSON value fails there as a protocol error.
+#[derive(Clone, Debug)]
+pub struct RawResult(String);
+
+impl RawResult {
+    pub fn get(&self) -> &str {
+        &self.0
+    }
+}
 
 /// Calls waiting for their response.
 #[derive(Default)]
@@ -184,11 +196,7 @@ impl Client {
     }
 
     /// [`Client::call`], returning the result's JSON text for a borrowing deserializer.
-    pub async fn call_raw(
-        &self,
-        method: &str,
-        params: Value,
-    ) -> Result<Box<RawValue>, ClientError> {
+    pub async fn call_raw(&self, method: &str, params: Value) -> Result<RawResult, ClientError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         {
@@ -277,7 +285,7 @@ struct Incoming<'a> {
     #[serde(default, borrow)]
     id: Option<&'a RawValue>,
     #[serde(default)]
-    result: Option<Box<RawValue>>,
+    result: Option<&'a RawValue>,
     #[serde(default)]
     error: Option<ControlError>,
     #[serde(default)]
@@ -297,6 +305,15 @@ async fn read_messages(
     let mut connection_error = None;
     while let Ok(Some(line)) = reader.next_line().await {
         let Ok(line) = line else { continue };
+        // The server writes a success as `{"id":N,"result":…}`; its result text is sliced
+        // out without a first scan (the reader's own parse validates it).
+        if let Some((id, result)) = success_line(&line) {
+            let waiter = lock(&pending).waiting.remove(&id);
+            if let Some(waiter) = waiter {
+                let _ = waiter.send(Ok(RawResult(result.to_owned())));
+            }
+            continue;
+        }
         let Ok(message) = serde_json::from_str::<Incoming<'_>>(&line) else {
             continue;
         };
@@ -310,9 +327,8 @@ async fn read_messages(
         }
         let answer: Answer = match (message.error, message.result) {
             (Some(error), _) => Err(error),
-            (None, Some(result)) => Ok(result),
-            (None, None) => RawValue::from_string("null".to_owned())
-                .map_err(|e| ControlError::new("invalid-response", format!("response: {e}"))),
+            (None, Some(result)) => Ok(RawResult(result.get().to_owned())),
+            (None, None) => Ok(RawResult("null".to_owned())),
         };
         match message.id.and_then(|id| id.get().parse::<u64>().ok()) {
             Some(id) => {
@@ -338,5 +354,49 @@ async fn read_messages(
         if let Some(error) = &connection_error {
             let _ = waiter.send(Err(error.clone()));
         }
+    }
+}
+
+/// `{"id":N,"result":R}` exactly as the server writes a success: `(N, R)`. Anything else
+/// (errors, notifications, other spellings) takes the general path.
+fn success_line(line: &str) -> Option<(u64, &str)> {
+    let rest = line.strip_prefix("{\"id\":")?;
+    let digits = rest.find(|c: char| !c.is_ascii_digit())?;
+    let id = rest[..digits].parse().ok()?;
+    let result = rest[digits..]
+        .strip_prefix(",\"result\":")?
+        .strip_suffix('}')?;
+    Some((id, result))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::success_line;
+    use crate::control::protocol::{Payload, RequestId, Response};
+
+    #[test]
+    fn the_servers_success_lines_take_the_fast_path() {
+        let value = serde_json::json!({"children": [{"id": "x", "text": "a}b"}], "n": 1});
+        let line = serde_json::to_string(&Response::result(RequestId::from(42), value.clone()))
+            .unwrap_or_default();
+        let (id, raw) = success_line(&line).unwrap_or((0, ""));
+        assert_eq!(id, 42);
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(raw).ok(),
+            Some(value)
+        );
+        let raw_payload = Payload::Raw(
+            serde_json::value::to_raw_value(&serde_json::json!([1, 2])).unwrap_or_default(),
+        );
+        let line = serde_json::to_string(&Response::result(RequestId::from(7), raw_payload))
+            .unwrap_or_default();
+        assert_eq!(success_line(&line), Some((7, "[1,2]")));
+        // Errors, text ids and notifications are not successes.
+        assert_eq!(
+            success_line(r#"{"id":1,"error":{"code":"x","message":"y"}}"#),
+            None
+        );
+        assert_eq!(success_line(r#"{"id":"a","result":1}"#), None);
+        assert_eq!(success_line(r#"{"method":"event","params":{}}"#), None);
     }
 }

@@ -34,7 +34,9 @@ pub struct FleetSummary<'a> {
 pub struct SummaryRow<'a> {
     pub id: Uuid,
     pub generation: u32,
-    /// The real parent: the root's id at depth 1.
+    /// The real parent: the root's id at depth 1. (Absent from older servers: rows are then
+    /// listed flat, in admission order.)
+    #[serde(default)]
     pub parent_id: Uuid,
     pub depth: u32,
     pub profile: Role,
