@@ -1137,3 +1137,16 @@ fn injection_corpus_never_reaches_the_buffer() {
         assert!(!text.lines().any(|l| l.chars().any(char::is_control)));
     }
 }
+
+// ----- the command ---------------------------------------------------------------------------
+
+#[test]
+fn slate_hub_without_a_terminal_is_a_usage_error() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_slate"))
+        .arg("hub")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run slate hub");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs a terminal"));
+}
