@@ -6,8 +6,8 @@
 //! * `hub/transcript_100k` — the one-off cost when that transcript arrives: building the
 //!   thread/tools documents and wrapping them to the pane width (off the draw path: it runs
 //!   in `update`, once per fetch).
-//! * `hub/roster_rebuild_10k` — re-ordering and re-filtering 10,000 identities (once per
-//!   drained batch of registry changes).
+//! * `hub/registry_change_10k` — one registry change applied and settled with 10,000
+//!   identities (the unfiltered tree keeps its order; the fleet counts are recomputed).
 //! * Idle draws are counted, not timed: N simulated seconds through the same `step` the
 //!   loop runs, with a tick only when the loop would schedule one. Printed to stderr.
 
@@ -162,7 +162,7 @@ fn bench(c: &mut Criterion) {
             BatchSize::LargeInput,
         );
     });
-    c.bench_function("hub/roster_rebuild_10k", |b| {
+    c.bench_function("hub/registry_change_10k", |b| {
         let one = snapshot(7, Status::Running);
         b.iter(|| {
             hub.update(Msg::Registry {

@@ -990,6 +990,27 @@ fn retrying_and_rate_limited_come_from_the_snapshot() {
 }
 
 #[test]
+fn a_registry_change_received_during_the_initial_read_is_not_overwritten() {
+    let mut hub = Hub::new(HubOptions::default(), NOW);
+    let mut newer = fleet().0.remove(0);
+    newer.status = Status::Draining;
+    hub.update(Msg::Registry {
+        child: Box::new(newer),
+        at: NOW + 10,
+    });
+    let (snapshots, agents) = fleet();
+    hub.update(Msg::Loaded {
+        snapshots,
+        agents,
+        at: NOW,
+    });
+    hub.settle();
+    let entry = hub.roster().get(r(1, 1)).expect("entry");
+    assert_eq!(entry.snapshot.status, Status::Draining);
+    assert_eq!(hub.roster().len(), 7);
+}
+
+#[test]
 fn idle_draws_nothing_and_the_clock_ticks_only_with_an_active_row_visible() {
     // Only terminal rows: ticks change nothing, so nothing is drawn.
     let (snapshots, agents) = fleet();
@@ -1115,4 +1136,17 @@ fn injection_corpus_never_reaches_the_buffer() {
         let text = rig.screen();
         assert!(!text.lines().any(|l| l.chars().any(char::is_control)));
     }
+}
+
+// ----- the command ---------------------------------------------------------------------------
+
+#[test]
+fn slate_hub_without_a_terminal_is_a_usage_error() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_slate"))
+        .arg("hub")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run slate hub");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs a terminal"));
 }

@@ -64,7 +64,10 @@ async fn hub(printer: &Printer, parent: Option<String>, embed: &EmbedArgs) -> Ex
             let Some(embedded) = Embedded::start(printer, embed).await else {
                 return ExitCode::Usage;
             };
-            finish(printer, hub_on_embedded(embedded).await)
+            finish(
+                printer,
+                hub_on_embedded(embedded, HubOptions::default()).await,
+            )
         }
     }
 }
@@ -81,8 +84,9 @@ fn finish(printer: &Printer, result: std::io::Result<()>) -> ExitCode {
 
 /// Serves `embedded` on its control socket for as long as the Hub runs, attaches the Hub
 /// over that socket, and shuts the coordinator down (draining every worker) afterwards.
-/// `slate demo` can call this with its own embedded coordinator.
-pub async fn hub_on_embedded(embedded: Embedded) -> std::io::Result<()> {
+/// `slate demo` can call this with its own embedded coordinator (clone `embedded.rt` first
+/// to keep driving it); an empty `options.title` becomes "embedded parent <id>".
+pub async fn hub_on_embedded(embedded: Embedded, mut options: HubOptions) -> std::io::Result<()> {
     let socket = RuntimeDir::from_env().socket_path(embedded.root_id);
     let metadata = Metadata {
         pid: std::process::id(),
@@ -118,10 +122,9 @@ pub async fn hub_on_embedded(embedded: Embedded) -> std::io::Result<()> {
     }));
     let result = match Client::connect_path(&socket, CONNECT_TIMEOUT).await {
         Ok(client) => {
-            let options = HubOptions {
-                title: format!("embedded parent {root_id}"),
-                ..HubOptions::default()
-            };
+            if options.title.is_empty() {
+                options.title = format!("embedded parent {root_id}");
+            }
             run_hub(client, options).await
         }
         Err(e) => Err(std::io::Error::other(e.to_string())),

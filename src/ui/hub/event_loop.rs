@@ -198,6 +198,7 @@ fn failure(e: &ClientError) -> Failure {
 
 /// Every current generation, and the older generations of identities past their first.
 async fn load(client: &Client) -> Result<Msg, ClientError> {
+    let at = now_ms();
     let status = client.call("status", json!({})).await?;
     let bad = |what: &str, e: serde_json::Error| ClientError::Protocol(format!("{what}: {e}"));
     let mut snapshots: Vec<ChildSnapshot> =
@@ -222,7 +223,7 @@ async fn load(client: &Client) -> Result<Msg, ClientError> {
     Ok(Msg::Loaded {
         snapshots,
         agents,
-        at: now_ms(),
+        at,
     })
 }
 

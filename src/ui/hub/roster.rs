@@ -144,6 +144,9 @@ pub struct Roster {
     /// Visible rows in order.
     rows: Vec<ChildRef>,
     stale: bool,
+    /// A generation was added, or the filter or sort changed: the order must be recomputed.
+    /// (The tree order depends only on fields a snapshot never changes.)
+    order_stale: bool,
     counts: FleetCounts,
 }
 
@@ -170,9 +173,12 @@ impl Roster {
             *newest = r.generation;
         }
         self.stale = true;
-        self.entries
+        let new = self
+            .entries
             .insert(r, Entry::new(snapshot, observed_at))
-            .is_none()
+            .is_none();
+        self.order_stale |= new;
+        new
     }
 
     pub fn set_presence(&mut self, agents: Vec<AgentPresence>) {
@@ -216,8 +222,10 @@ impl Roster {
         &self.counts
     }
 
+    /// The filter or the sort changed.
     pub fn mark_stale(&mut self) {
         self.stale = true;
+        self.order_stale = true;
     }
 
     pub fn is_stale(&self) -> bool {
@@ -230,6 +238,12 @@ impl Roster {
             return;
         }
         self.stale = false;
+        self.recount();
+        // A changed snapshot moves no row in the unfiltered tree: only the counts change.
+        if !self.order_stale && !filter.is_active() && sort == SortKey::Tree {
+            return;
+        }
+        self.order_stale = false;
         let needle = filter.needle();
         let inverse = filter.inverse();
         let keep = |e: &Entry| needle.is_empty() || (e.haystack.contains(&needle) != inverse);
@@ -262,6 +276,9 @@ impl Roster {
             }
         };
         self.rows.retain(|r| self.entries.get(r).is_some_and(keep));
+    }
+
+    fn recount(&mut self) {
         let mut counts = FleetCounts::default();
         for (r, e) in &self.entries {
             if self.is_history(*r) {

@@ -118,7 +118,8 @@ pub enum Msg {
     Resize(u16, u16),
     /// The clock (epoch ms).
     Tick(Millis),
-    /// A full read of the registry.
+    /// A full read of the registry; `at` is when the read started, so registry changes
+    /// received after that are kept over the read's older copies.
     Loaded {
         snapshots: Vec<ChildSnapshot>,
         agents: Vec<AgentPresence>,
@@ -482,6 +483,14 @@ impl Hub {
             } => {
                 self.now = self.now.max(at);
                 for s in snapshots {
+                    // A change that arrived after the read started is newer than the read.
+                    if self
+                        .roster
+                        .get(s.child_ref())
+                        .is_some_and(|e| e.observed_at >= at)
+                    {
+                        continue;
+                    }
                     self.roster.upsert(s, at);
                 }
                 self.roster.set_presence(agents);
