@@ -348,6 +348,38 @@ fn tiny_shows_only_the_resize_placeholder() {
 }
 
 #[test]
+fn the_roster_marks_only_the_actual_writer_lease_and_keeps_batch_order() {
+    let mut holder = snap(1, 1, Status::Running, "Holds the lease");
+    holder.profile = Role::Implementation;
+    holder.writer_lease = true;
+    let mut waiting = snap(2, 1, Status::Queued, "Waits for the lease");
+    waiting.profile = Role::Implementation;
+    // Same admission millisecond (one batch): the registry's order decides, not the UUIDs.
+    let mut first = snap(9, 1, Status::Running, "First of the batch");
+    let mut second = snap(3, 1, Status::Running, "Second of the batch");
+    first.created_at = 5;
+    second.created_at = 5;
+    holder.created_at = 1;
+    waiting.created_at = 2;
+    let mut rig = Rig::with(140, 12, vec![holder, waiting, first, second], Vec::new());
+    let screen = rig.screen();
+    let row = |text: &str| {
+        screen
+            .lines()
+            .find(|l| l.contains(text))
+            .unwrap_or_else(|| panic!("no row for {text}:\n{screen}"))
+            .to_owned()
+    };
+    assert!(row("Holds the lease").contains('✎'), "{screen}");
+    assert!(!row("Waits for the lease").contains('✎'), "{screen}");
+    let at = |text: &str| screen.find(text).unwrap();
+    assert!(
+        at("First of the batch") < at("Second of the batch"),
+        "{screen}"
+    );
+}
+
+#[test]
 fn empty_registry_renders_no_rows() {
     let mut rig = Rig::with(120, 12, Vec::new(), Vec::new());
     insta::assert_snapshot!("wide_empty", rig.screen());

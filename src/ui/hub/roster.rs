@@ -141,6 +141,10 @@ pub struct Roster {
     /// Newest generation the registry reported per identity.
     current: HashMap<Uuid, u32>,
     presence: HashMap<Uuid, AgentPresence>,
+    /// Order in which identities were first reported. The registry lists and announces
+    /// identities in admission order, so this breaks ties between siblings admitted in the
+    /// same millisecond (one batch) the way the coordinator ordered them.
+    arrival: HashMap<Uuid, usize>,
     /// Visible rows in order.
     rows: Vec<ChildRef>,
     stale: bool,
@@ -168,6 +172,8 @@ impl Roster {
     /// Inserts or replaces one generation's snapshot. Returns true when it is new.
     pub fn upsert(&mut self, snapshot: ChildSnapshot, observed_at: Millis) -> bool {
         let r = snapshot.child_ref();
+        let next = self.arrival.len();
+        self.arrival.entry(r.id).or_insert(next);
         let newest = self.current.entry(r.id).or_insert(r.generation);
         if r.generation > *newest {
             *newest = r.generation;
@@ -295,14 +301,21 @@ impl Roster {
     }
 
     /// Parents before their children (attached to the exact parent generation); siblings by
-    /// their identity's first admission, generations of one identity together.
+    /// their identity's first admission (then the registry's order within one batch),
+    /// generations of one identity together.
     fn tree_order(&self) -> Vec<ChildRef> {
         let mut first_created: HashMap<Uuid, Millis> = HashMap::new();
         for e in self.entries.values() {
             let c = first_created.entry(e.snapshot.id).or_insert(u64::MAX);
             *c = (*c).min(e.snapshot.created_at);
         }
-        let key = |r: &ChildRef| (first_created.get(&r.id).copied().unwrap_or(0), *r);
+        let key = |r: &ChildRef| {
+            (
+                first_created.get(&r.id).copied().unwrap_or(0),
+                self.arrival.get(&r.id).copied().unwrap_or(usize::MAX),
+                *r,
+            )
+        };
         let mut children: HashMap<ChildRef, Vec<ChildRef>> = HashMap::new();
         let mut roots = Vec::new();
         for (r, e) in &self.entries {

@@ -287,6 +287,10 @@ fn roster_rows(hub: &Hub, area: Rect, buf: &mut Buffer) {
             row.write(buf, &format!("{} ", l.label()), theme::warning());
         }
         row.write(buf, &format!("{:<8}", short_role(s.profile)), theme::dim());
+        // The actual lease, as the registry reports it (never inferred from the role).
+        if s.writer_lease {
+            row.write(buf, "✎ ", theme::warning());
+        }
         let st = format!(" {} {}", stats(s), duration(elapsed(s, hub.now)));
         let stats_w = width(&st);
         let headline = e.headline.as_str();
