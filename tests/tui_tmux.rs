@@ -84,6 +84,16 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// The screen with its SGR attributes as escape sequences.
+    fn screen_with_attributes(&self) -> String {
+        let out = self
+            .tmux()
+            .args(["capture-pane", "-p", "-e", "-t", "t"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
     fn keys(&self, keys: &[&str]) {
         let out = self
             .tmux()
@@ -232,4 +242,58 @@ fn the_demo_hub_filters_shows_tools_and_stops_with_confirmation_in_a_real_termin
         "the alternate screen is gone:\n{end}"
     );
     assert_eq!(sockets(&t.base), 0, "the socket is removed at exit");
+}
+
+/// Every SGR parameter list in `screen` (the text between `ESC [` and `m`).
+fn sgr_params(screen: &str) -> Vec<String> {
+    screen
+        .split("\u{1b}[")
+        .skip(1)
+        .filter_map(|rest| rest.split_once('m').map(|(params, _)| params.to_owned()))
+        .filter(|p| p.chars().all(|c| c.is_ascii_digit() || c == ';'))
+        .collect()
+}
+
+/// A foreground or background colour (39/49, "default colour", are resets, not colours).
+fn is_colour(param: &str) -> bool {
+    param.split(';').any(|code| {
+        matches!(
+            code.parse::<u32>().unwrap_or(0),
+            30..=38 | 40..=48 | 90..=97 | 100..=107
+        )
+    })
+}
+
+#[test]
+fn no_color_turns_every_colour_off_in_the_hub() {
+    if !Tmux::available() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "tmux is required in CI (.ci/run installs it)"
+        );
+        eprintln!("SKIPPED: tmux is not installed; the NO_COLOR terminal test did not run");
+        return;
+    }
+    let coloured = Tmux::start("colour", &format!("{SLATE} demo"));
+    let plain = Tmux::start("nocolor", &format!("env NO_COLOR=1 {SLATE} demo"));
+    for t in [&coloured, &plain] {
+        t.wait_for("the roster", |s| {
+            roster_row(s, "Watch the build").is_some_and(|r| r.contains("running"))
+        });
+    }
+    let with = sgr_params(&coloured.screen_with_attributes());
+    assert!(
+        with.iter().any(|p| is_colour(p)),
+        "colour is on by default: {with:?}"
+    );
+    let without = sgr_params(&plain.screen_with_attributes());
+    assert!(!without.is_empty(), "attributes (reverse, bold) remain");
+    assert!(
+        without.iter().all(|p| !is_colour(p)),
+        "NO_COLOR: no colour at all: {without:?}"
+    );
+    for t in [&coloured, &plain] {
+        t.keys(&["q"]);
+        t.wait_for("the shell after the Hub", |s| s.contains("SLATE-EXIT=0"));
+    }
 }

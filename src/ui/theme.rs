@@ -1,5 +1,8 @@
 //! Colours and styles shared by the views. Status colours carry meaning; everything else
-//! stays in the terminal's own palette.
+//! stays in the terminal's own palette. With `NO_COLOR` set (to anything non-empty, see
+//! no-color.org) no colour is used at all: only bold, dim and reverse remain.
+
+use std::sync::OnceLock;
 
 use ratatui::style::{Color, Modifier, Style};
 
@@ -8,8 +11,23 @@ use crate::core::Status;
 pub const BORDER: Color = Color::DarkGray;
 pub const ACCENT: Color = Color::Cyan;
 
+/// False when `NO_COLOR` is set to a non-empty value.
+pub fn colour() -> bool {
+    static COLOUR: OnceLock<bool> = OnceLock::new();
+    *COLOUR.get_or_init(|| std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()))
+}
+
+/// `c` as the foreground, or `without` when colour is off.
+fn fg_or(c: Color, without: Style) -> Style {
+    if colour() {
+        Style::default().fg(c)
+    } else {
+        without
+    }
+}
+
 pub fn border() -> Style {
-    Style::default().fg(BORDER)
+    fg_or(BORDER, Style::default())
 }
 
 pub fn title() -> Style {
@@ -17,7 +35,10 @@ pub fn title() -> Style {
 }
 
 pub fn dim() -> Style {
-    Style::default().fg(Color::DarkGray)
+    fg_or(
+        Color::DarkGray,
+        Style::default().add_modifier(Modifier::DIM),
+    )
 }
 
 pub fn selected() -> Style {
@@ -25,11 +46,21 @@ pub fn selected() -> Style {
 }
 
 pub fn warning() -> Style {
-    Style::default().fg(Color::Yellow)
+    fg_or(Color::Yellow, Style::default().add_modifier(Modifier::BOLD))
+}
+
+/// A tool call or result line.
+pub fn tool() -> Style {
+    fg_or(Color::Blue, Style::default())
+}
+
+/// A pane that follows new output.
+pub fn live() -> Style {
+    fg_or(Color::Green, Style::default().add_modifier(Modifier::BOLD))
 }
 
 pub fn error() -> Style {
-    Style::default().fg(Color::Red)
+    fg_or(Color::Red, Style::default().add_modifier(Modifier::BOLD))
 }
 
 /// The colour of a lifecycle status.
@@ -44,5 +75,5 @@ pub fn status(status: Status) -> Style {
         Status::Failed => Color::Red,
         Status::Cancelled => Color::LightRed,
     };
-    Style::default().fg(fg)
+    fg_or(fg, Style::default())
 }

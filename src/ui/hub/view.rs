@@ -73,7 +73,7 @@ fn kind_style(kind: RowKind) -> Style {
     match kind {
         RowKind::User => theme::title().fg(theme::ACCENT),
         RowKind::Assistant => theme::title(),
-        RowKind::Tool => Style::default().fg(ratatui::style::Color::Blue),
+        RowKind::Tool => theme::tool(),
         RowKind::ToolError | RowKind::Error => theme::error(),
         RowKind::Body => Style::default(),
         RowKind::Dim => theme::dim(),
@@ -327,9 +327,7 @@ fn tabs(hub: &Hub, area: Rect, buf: &mut Buffer) {
     let offset = hub.offset(hub.pane());
     let position = format!("{}/{rows}", (offset + usize::from(area.height)).min(rows));
     let (state, style) = match hub.pane() {
-        Pane::Thread if hub.is_live() => {
-            ("LIVE", Style::default().fg(ratatui::style::Color::Green))
-        }
+        Pane::Thread if hub.is_live() => ("LIVE", theme::live()),
         Pane::Thread => ("READING", theme::warning()),
         _ => ("", Style::default()),
     };
