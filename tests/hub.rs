@@ -361,7 +361,7 @@ fn the_roster_marks_only_the_actual_writer_lease_and_keeps_batch_order() {
     second.created_at = 5;
     holder.created_at = 1;
     waiting.created_at = 2;
-    let mut rig = Rig::with(140, 12, vec![holder, waiting, first, second], Vec::new());
+    let rig = Rig::with(140, 12, vec![holder, waiting, first, second], Vec::new());
     let screen = rig.screen();
     let row = |text: &str| {
         screen
