@@ -344,6 +344,51 @@ fn every_root_refusal_class_exits_1_with_its_code_and_rule() {
     assert_eq!(statuses, ["running", "queued"], "refusals change nothing");
 }
 
+/// Terminal-control text in an assignment (and so in the transcript) never reaches the CLI's
+/// human output: CSI, OSC 52 clipboard writes, OSC 8 links, DCS, C1 controls, bidi overrides
+/// and `ESC c` are all removed before printing.
+#[test]
+fn terminal_injection_never_reaches_the_cli_output() {
+    let corpus = concat!(
+        "Audit \u{1b}[31mred\u{1b}[0m ",
+        "\u{1b}]52;c;cm0gLXJmIC8=\u{7} ",
+        "\u{1b}]8;;https://evil.example\u{1b}\\link\u{1b}]8;;\u{1b}\\ ",
+        "\u{1b}P1$qm\u{1b}\\ ",
+        "\u{9b}2J \u{85} ",
+        "\u{202e}txt.exe\u{202c} \u{2066}iso\u{2069} ",
+        "\u{1b}c done"
+    );
+    let f = Fixture::start("inject");
+    let accepted = f.json(&["delegate", "--background", corpus]);
+    let target = format!("{}@1", accepted["children"][0]["id"].as_str().unwrap());
+    f.slate(&["wait", "--target", &target, "--timeout", "10000"]);
+    for args in [
+        vec!["status"],
+        vec!["status", target.as_str()],
+        vec!["transcript", target.as_str()],
+        vec!["delegate", corpus],
+    ] {
+        let out = f.slate(&args);
+        for (stream, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+            let text = String::from_utf8_lossy(bytes);
+            let bad: Vec<char> = text
+                .chars()
+                .filter(|&c| {
+                    (c.is_control() && c != '\n' && c != '\t')
+                        || ('\u{202a}'..='\u{202e}').contains(&c)
+                        || ('\u{2066}'..='\u{2069}').contains(&c)
+                })
+                .collect();
+            assert!(bad.is_empty(), "{args:?} {stream}: {bad:?}\n{text}");
+        }
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            args[0] == "delegate" || text.contains("Audit"),
+            "{args:?}: the visible text stays: {text}"
+        );
+    }
+}
+
 #[test]
 fn subagent_status_without_a_coordinator_exits_3_and_bad_targets_exit_2() {
     let base = std::env::temp_dir().join(format!("slate-cli-none-{}", std::process::id()));
