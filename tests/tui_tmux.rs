@@ -184,6 +184,22 @@ fn the_demo_hub_filters_shows_tools_and_stops_with_confirmation_in_a_real_termin
     });
     assert_eq!(sockets(&t.base), 1, "the demo serves one control socket");
 
+    // Select: ↓ moves off the first row; the thread follows the new selection.
+    let pane = |s: &str| -> String {
+        s.lines()
+            .filter_map(|l| l.split_once('│').map(|(_, right)| right.to_owned()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    t.wait_for("the first row's thread", |s| {
+        pane(s).contains("Map the config loader")
+    });
+    t.keys(&["Down"]);
+    t.wait_for("another generation's thread", |s| {
+        let right = pane(s);
+        right.contains("▌ user") && !right.contains("Map the config loader")
+    });
+
     // Filter: only the watcher's row stays in the roster.
     t.keys(&["/"]);
     t.type_text("Watch");
