@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use crate::cli::{ExitCode, Printer};
 use crate::config::load;
+use crate::control::Server;
 use crate::control::service::Service;
-use crate::control::{Metadata, RuntimeDir, Server, ServerConfig};
 use crate::core::ModelSelection;
 use crate::demo::live;
 use crate::policy::capabilities::pi_offered_tools;
@@ -91,24 +91,16 @@ impl LiveDemo {
             operator_grants: Vec::new(),
             parent_allowlist: None,
         };
-        let socket = RuntimeDir::from_env().socket_path(root_id);
-        let metadata = Metadata {
-            pid: std::process::id(),
-            cwd: loaded.cwd.clone(),
-            parent_id: root_id,
-            started_at: crate::runtime::now_ms(),
-            version: env!("CARGO_PKG_VERSION").to_owned(),
-            socket: socket.clone(),
-        };
-        let server = match Server::bind(&socket, metadata, ServerConfig::default()) {
+        let server = match Server::bind_coordinator(root_id, loaded.cwd.clone()) {
             Ok(server) => server,
             Err(e) => {
-                printer.error(&format!("cannot serve on {}: {e}", socket.display()));
+                printer.error(&e);
                 let _ = rt.shutdown().await;
                 let _ = std::fs::remove_dir_all(&scratch);
                 return None;
             }
         };
+        let socket = server.socket().to_owned();
         let cwd = loaded.cwd.clone();
         let service = Arc::new(Service::new(rt.clone(), loaded, models, pi_offered_tools()));
         let stop = {
@@ -158,18 +150,7 @@ impl LiveDemo {
 
 /// `slate demo --serve`: the live demo with nothing attached, until SIGINT/SIGTERM.
 pub fn serve(printer: &Printer) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            printer.error(&format!("cannot start the async runtime: {e}"));
-            return ExitCode::Usage;
-        }
-    };
-    runtime.block_on(async {
+    crate::cli::fleet::block_on_multi(printer, || async {
         use tokio::signal::unix::{SignalKind, signal};
         let (Ok(mut sigint), Ok(mut sigterm)) = (
             signal(SignalKind::interrupt()),
@@ -221,18 +202,7 @@ pub fn serve(printer: &Printer) -> ExitCode {
 /// `slate demo` on a terminal: the live demo with the Hub attached; quitting the Hub stops
 /// the demo.
 pub fn hub(printer: &Printer) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            printer.error(&format!("cannot start the async runtime: {e}"));
-            return ExitCode::Usage;
-        }
-    };
-    runtime.block_on(async {
+    crate::cli::fleet::block_on_multi(printer, || async {
         let Some(demo) = LiveDemo::start(printer).await else {
             return ExitCode::Usage;
         };

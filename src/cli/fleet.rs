@@ -109,6 +109,25 @@ pub fn report(printer: &Printer, error: &ClientError) -> ExitCode {
     }
 }
 
+/// Run a long-lived command (a coordinator, a view) on a two-thread runtime: workers,
+/// the control server and the UI make progress together.
+pub fn block_on_multi<F: std::future::Future<Output = ExitCode>>(
+    printer: &Printer,
+    body: impl FnOnce() -> F,
+) -> ExitCode {
+    match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt.block_on(body()),
+        Err(e) => {
+            printer.error(&format!("cannot start the async runtime: {e}"));
+            ExitCode::Usage
+        }
+    }
+}
+
 /// Run an async command body on a small runtime.
 pub fn block_on(printer: &Printer, body: impl std::future::Future<Output = ExitCode>) -> ExitCode {
     match tokio::runtime::Builder::new_current_thread()

@@ -12,7 +12,7 @@ use crate::cli::fleet::try_connect;
 use crate::cli::{ExitCode, Printer};
 use crate::control::client::CONNECT_TIMEOUT;
 use crate::control::service::Service;
-use crate::control::{Client, Metadata, RuntimeDir, Server, ServerConfig};
+use crate::control::{Client, Server};
 use crate::text::SafeText;
 use crate::ui::hub::{HubOptions, run_hub};
 
@@ -21,18 +21,7 @@ pub fn run(printer: &Printer, parent: Option<String>, embed: &EmbedArgs) -> Exit
         printer.error("slate hub needs a terminal (use slate status for text or --json)");
         return ExitCode::Usage;
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            printer.error(&format!("cannot start the async runtime: {e}"));
-            return ExitCode::Usage;
-        }
-    };
-    runtime.block_on(hub(printer, parent, embed))
+    crate::cli::fleet::block_on_multi(printer, || hub(printer, parent, embed))
 }
 
 async fn hub(printer: &Printer, parent: Option<String>, embed: &EmbedArgs) -> ExitCode {
@@ -87,25 +76,14 @@ fn finish(printer: &Printer, result: std::io::Result<()>) -> ExitCode {
 /// `slate demo` can call this with its own embedded coordinator (clone `embedded.rt` first
 /// to keep driving it); an empty `options.title` becomes "embedded parent <id>".
 pub async fn hub_on_embedded(embedded: Embedded, mut options: HubOptions) -> std::io::Result<()> {
-    let socket = RuntimeDir::from_env().socket_path(embedded.root_id);
-    let metadata = Metadata {
-        pid: std::process::id(),
-        cwd: embedded.loaded.cwd.clone(),
-        parent_id: embedded.root_id,
-        started_at: crate::runtime::now_ms(),
-        version: env!("CARGO_PKG_VERSION").to_owned(),
-        socket: socket.clone(),
-    };
-    let server = match Server::bind(&socket, metadata, ServerConfig::default()) {
+    let server = match Server::bind_coordinator(embedded.root_id, embedded.loaded.cwd.clone()) {
         Ok(server) => server,
         Err(e) => {
             let _ = embedded.rt.shutdown().await;
-            return Err(std::io::Error::other(format!(
-                "cannot serve on {}: {e}",
-                socket.display()
-            )));
+            return Err(std::io::Error::other(e));
         }
     };
+    let socket = server.socket().to_owned();
     let Embedded {
         rt,
         join,

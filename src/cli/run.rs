@@ -23,18 +23,7 @@ pub struct RunArgs {
 }
 
 pub fn run(printer: &Printer, args: &RunArgs) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            printer.error(&format!("cannot start the async runtime: {e}"));
-            return ExitCode::Usage;
-        }
-    };
-    runtime.block_on(run_async(printer, args))
+    crate::cli::fleet::block_on_multi(printer, || run_async(printer, args))
 }
 
 #[allow(clippy::too_many_lines, reason = "the command's steps, in order")]

@@ -8,22 +8,12 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use crate::cli::embedded::{EmbedArgs, Embedded};
 use crate::cli::{ExitCode, Printer};
+use crate::control::Server;
 use crate::control::service::Service;
-use crate::control::{Metadata, RuntimeDir, Server, ServerConfig};
 use crate::runtime::RuntimeEvent;
 
 pub fn run(printer: &Printer, args: &EmbedArgs) -> ExitCode {
-    match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt.block_on(serve(printer, args)),
-        Err(e) => {
-            printer.error(&format!("cannot start the async runtime: {e}"));
-            ExitCode::Usage
-        }
-    }
+    crate::cli::fleet::block_on_multi(printer, || serve(printer, args))
 }
 
 async fn serve(printer: &Printer, args: &EmbedArgs) -> ExitCode {
@@ -37,24 +27,15 @@ async fn serve(printer: &Printer, args: &EmbedArgs) -> ExitCode {
     let Some(embedded) = Embedded::start(printer, args).await else {
         return ExitCode::Usage;
     };
-    let dir = RuntimeDir::from_env();
-    let socket = dir.socket_path(embedded.root_id);
-    let metadata = Metadata {
-        pid: std::process::id(),
-        cwd: embedded.loaded.cwd.clone(),
-        parent_id: embedded.root_id,
-        started_at: crate::runtime::now_ms(),
-        version: env!("CARGO_PKG_VERSION").to_owned(),
-        socket: socket.clone(),
-    };
-    let server = match Server::bind(&socket, metadata, ServerConfig::default()) {
+    let server = match Server::bind_coordinator(embedded.root_id, embedded.loaded.cwd.clone()) {
         Ok(server) => server,
         Err(e) => {
-            printer.error(&format!("cannot serve on {}: {e}", socket.display()));
+            printer.error(&e);
             let _ = embedded.rt.shutdown().await;
             return ExitCode::Usage;
         }
     };
+    let socket = server.socket().to_owned();
     let Embedded {
         rt,
         join,

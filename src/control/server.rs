@@ -127,6 +127,28 @@ pub async fn serve(
 }
 
 impl Server {
+    /// [`Server::bind`] for a coordinator of this process: its socket in the runtime
+    /// directory (`$XDG_RUNTIME_DIR/slate` or `/tmp/slate-<uid>`), metadata for `cwd`, the
+    /// default limits. The error names the socket.
+    pub fn bind_coordinator(parent_id: uuid::Uuid, cwd: PathBuf) -> Result<Self, String> {
+        let socket = super::RuntimeDir::from_env().socket_path(parent_id);
+        let metadata = Metadata {
+            pid: std::process::id(),
+            cwd,
+            parent_id,
+            started_at: crate::runtime::now_ms(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            socket: socket.clone(),
+        };
+        Self::bind(&socket, metadata, ServerConfig::default())
+            .map_err(|e| format!("cannot serve on {}: {e}", socket.display()))
+    }
+
+    /// The socket this server listens on.
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
     /// Prepares the directory (created 0700 if missing; an existing one must be ours and
     /// private), removes a stale socket at `socket` only after a connect to it was refused,
     /// binds, restricts the socket to 0600 and writes `<socket stem>.json` (metadata with
