@@ -30,10 +30,16 @@ pub struct Loaded {
     pub profiles: ResolvedProfiles,
 }
 
-/// Resolve the policy for `cwd`. `approve` is `--approve` (`Some(true)`) or
-/// `--no-approve` (`Some(false)`).
-pub fn load(cwd: &Path, approve: Option<bool>) -> Result<Loaded, Vec<Problem>> {
-    let fs = RealFs;
+/// Where configuration comes from for one directory: the canonical `cwd`, pi's agent dir
+/// (`PI_CODING_AGENT_DIR`, else `~/.pi/agent`) and the project-trust decision (`None` when
+/// the project has no `.pi/` configuration and no `--approve`/`--no-approve` was given).
+pub(crate) struct Located {
+    pub cwd: PathBuf,
+    pub agent_dir: PathBuf,
+    pub trust: Option<TrustDecision>,
+}
+
+pub(crate) fn locate(cwd: &Path, approve: Option<bool>) -> Result<Located, Vec<Problem>> {
     let env_dir = std::env::var("PI_CODING_AGENT_DIR").ok();
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let agent_dir = agent_dir(env_dir.as_deref(), home.as_deref()).map_err(|p| vec![p])?;
@@ -46,11 +52,26 @@ pub fn load(cwd: &Path, approve: Option<bool>) -> Result<Loaded, Vec<Problem>> {
             .value(cwd.display()),
         ]
     })?;
-    let trust = if approve.is_some() || has_project_config(&cwd, &fs) {
-        Some(decide_trust(&cwd, &agent_dir, approve, &fs)?)
+    let trust = if approve.is_some() || has_project_config(&cwd, &RealFs) {
+        Some(decide_trust(&cwd, &agent_dir, approve, &RealFs)?)
     } else {
         None
     };
+    Ok(Located {
+        cwd,
+        agent_dir,
+        trust,
+    })
+}
+
+/// Resolve the policy for `cwd`. `approve` is `--approve` (`Some(true)`) or
+/// `--no-approve` (`Some(false)`).
+pub fn load(cwd: &Path, approve: Option<bool>) -> Result<Loaded, Vec<Problem>> {
+    let Located {
+        cwd,
+        agent_dir,
+        trust,
+    } = locate(cwd, approve)?;
     let trusted = trust.as_ref().is_some_and(|t| t.trusted);
 
     let operator_path = agent_dir.join("delegation.json");
@@ -86,7 +107,7 @@ pub fn load(cwd: &Path, approve: Option<bool>) -> Result<Loaded, Vec<Problem>> {
             text: project_text.as_deref(),
         },
         trusted,
-        &fs,
+        &RealFs,
     )?;
     Ok(Loaded {
         cwd,

@@ -8,8 +8,7 @@ use crate::policy::Problem;
 use crate::policy::routing::{
     ErrorClass, ProjectFile, RoutingProblem, RoutingReport, SlateFile, SourceStatus, resolve,
 };
-use crate::policy::trust::{TrustDecision, agent_dir, decide_trust, has_project_config};
-use crate::store::fs::RealFs;
+use crate::policy::trust::TrustDecision;
 
 use super::{fs_exists, read_config};
 
@@ -34,24 +33,11 @@ pub struct LoadedRouting {
 /// malformed (nothing is trusted then). Problems of the `slate.json` files themselves are in
 /// the report (they block routing), not here.
 pub fn load_routing(cwd: &Path, approve: Option<bool>) -> Result<LoadedRouting, Vec<Problem>> {
-    let fs = RealFs;
-    let env_dir = std::env::var("PI_CODING_AGENT_DIR").ok();
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let agent_dir = agent_dir(env_dir.as_deref(), home.as_deref()).map_err(|p| vec![p])?;
-    let cwd = std::fs::canonicalize(cwd).map_err(|e| {
-        vec![
-            Problem::new(
-                "cwd",
-                format!("the working directory cannot be resolved: {e}"),
-            )
-            .value(cwd.display()),
-        ]
-    })?;
-    let trust = if approve.is_some() || has_project_config(&cwd, &fs) {
-        Some(decide_trust(&cwd, &agent_dir, approve, &fs)?)
-    } else {
-        None
-    };
+    let super::Located {
+        cwd,
+        agent_dir,
+        trust,
+    } = super::locate(cwd, approve)?;
     let trusted = trust.as_ref().is_some_and(|t| t.trusted);
 
     let home_path = agent_dir.join(SLATE_FILE);
