@@ -78,6 +78,13 @@ pub enum Command<'a> {
     Abort { id: &'a str },
     GetState { id: &'a str },
     GetSessionStats { id: &'a str },
+    SetModel {
+        id: &'a str,
+        provider: &'a str,
+        #[serde(rename = "modelId")]
+        model_id: &'a str,
+    },
+    SetThinkingLevel { id: &'a str, level: &'a str },
 }
 
 impl Command<'_> {
@@ -90,6 +97,8 @@ impl Command<'_> {
             Command::Abort { .. } => "abort",
             Command::GetState { .. } => "get_state",
             Command::GetSessionStats { .. } => "get_session_stats",
+            Command::SetModel { .. } => "set_model",
+            Command::SetThinkingLevel { .. } => "set_thinking_level",
         }
     }
 
