@@ -714,8 +714,7 @@ fn sigterm_to_slate_run_with_16_running_and_32_queued_leaves_no_worker_and_every
 /// `set_model`, then continues with one short prompt: the tool is not run again and the final
 /// request carries the completed call and its result exactly once.
 #[tokio::test]
-async fn logical_recovery_switches_the_same_worker_to_the_next_route_without_repeating_the_tool()
-{
+async fn logical_recovery_switches_the_same_worker_to_the_next_route_without_repeating_the_tool() {
     use serde_json::{Value, json};
     use slate::control::session_routing::SessionRouting;
     use slate::policy::logical::{LogicalTask, resolve_logical};
@@ -784,10 +783,16 @@ async fn logical_recovery_switches_the_same_worker_to_the_next_route_without_rep
         (action.model.as_str(), action.route_model.as_str()),
         ("fallback-test", "fallback-test")
     );
-    assert_eq!((action.route_provider.as_str(), action.switches), ("fake", 1));
+    assert_eq!(
+        (action.route_provider.as_str(), action.switches),
+        ("fake", 1)
+    );
     assert_eq!(s.tool_calls, 1, "the completed bash call ran once");
     let snippet: String = CONTINUATION.chars().take(60).collect();
-    assert_eq!(s.result.as_deref(), Some(format!("ACK: {snippet}").as_str()));
+    assert_eq!(
+        s.result.as_deref(),
+        Some(format!("ACK: {snippet}").as_str())
+    );
 
     // The HTTP log: the tool call on the preferred route, its 500 and pi's two retries, then
     // one request on the next route.
@@ -798,11 +803,20 @@ async fn logical_recovery_switches_the_same_worker_to_the_next_route_without_rep
         .collect();
     assert_eq!(
         served,
-        ["fake-down", "fake-down", "fake-down", "fake-down", "fake-model"],
+        [
+            "fake-down",
+            "fake-down",
+            "fake-down",
+            "fake-down",
+            "fake-model"
+        ],
         "{}",
         env.fake.requests_jsonl()
     );
     let last = log.last().unwrap();
+    if std::env::var_os("SLATE_SHOW_LOG").is_some() {
+        eprintln!("{}", env.fake.requests_jsonl());
+    }
     assert_eq!(last.last_user_text, CONTINUATION);
     let messages = last.messages();
     let tool_calls: usize = messages
@@ -810,10 +824,7 @@ async fn logical_recovery_switches_the_same_worker_to_the_next_route_without_rep
         .filter_map(|m| m.get("tool_calls").and_then(Value::as_array))
         .map(Vec::len)
         .sum();
-    let tool_results = messages
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .count();
+    let tool_results = messages.iter().filter(|m| m["role"] == "tool").count();
     assert_eq!((tool_calls, tool_results), (1, 1), "{messages:#?}");
     assert_eq!(s.telemetry.requests, Some(5));
 
@@ -821,7 +832,10 @@ async fn logical_recovery_switches_the_same_worker_to_the_next_route_without_rep
     // served it.
     assert!(routing.observe(&s));
     assert_eq!(
-        routing.remembered().get("fallback-test").map(String::as_str),
+        routing
+            .remembered()
+            .get("fallback-test")
+            .map(String::as_str),
         Some("fake")
     );
     let next = routing

@@ -194,6 +194,7 @@ fn settled(error: Option<&str>, aborted: bool) -> Output {
     Output::Settled {
         error: error.map(str::to_owned),
         aborted,
+        retries_ended: true,
     }
 }
 

@@ -48,7 +48,11 @@ impl SessionRouting {
 
     /// Run `f` with the logical context of a call of `tasks` tasks, reserving their
     /// admission numbers.
-    pub fn with_context<R>(&self, tasks: usize, f: impl FnOnce(Option<LogicalContext<'_>>) -> R) -> R {
+    pub fn with_context<R>(
+        &self,
+        tasks: usize,
+        f: impl FnOnce(Option<LogicalContext<'_>>) -> R,
+    ) -> R {
         let mut inner = self.lock();
         let first = inner.next_admission;
         inner.next_admission = first.saturating_add(u64::try_from(tasks).unwrap_or(u64::MAX));

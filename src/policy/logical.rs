@@ -109,7 +109,11 @@ pub fn resolve_logical(
             );
             None
         }
-        Some(LogicalContext { policy: None, blocking_errors, .. }) => {
+        Some(LogicalContext {
+            policy: None,
+            blocking_errors,
+            ..
+        }) => {
             problems.push(
                 Problem::new(
                     &model_path,
@@ -121,7 +125,10 @@ pub fn resolve_logical(
             );
             None
         }
-        Some(LogicalContext { policy: Some(policy), .. }) => Some(*policy),
+        Some(LogicalContext {
+            policy: Some(policy),
+            ..
+        }) => Some(*policy),
     };
     let definition = policy.and_then(|policy| {
         let found = policy.ordinary_definitions().find(|d| d.model == task.name);

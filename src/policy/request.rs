@@ -225,7 +225,9 @@ fn reason(object: &Map<String, Value>, path: &str, problems: &mut Vec<Problem>) 
     let at = key(path, "reason");
     match object.get("reason")? {
         Value::String(text) if !is_nonblank(text) => {
-            problems.push(Problem::new(at, "must contain non-whitespace text").value(format!("{text:?}")));
+            problems.push(
+                Problem::new(at, "must contain non-whitespace text").value(format!("{text:?}")),
+            );
             None
         }
         Value::String(text) if text.chars().count() > MAX_REASON_CHARS => {

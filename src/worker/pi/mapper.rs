@@ -96,7 +96,10 @@ impl Sent {
             Sent::Abort => Command::Abort { id },
             Sent::GetState => Command::GetState { id },
             Sent::GetSessionStats => Command::GetSessionStats { id },
-            Sent::SetModel { provider, id: model } => Command::SetModel {
+            Sent::SetModel {
+                provider,
+                id: model,
+            } => Command::SetModel {
                 id,
                 provider,
                 model_id: model,
@@ -261,13 +264,13 @@ impl PiMapper {
             Record::AutoRetryStart(start) => {
                 self.retry_open = true;
                 vec![event(WorkerEvent::Retry(Some(Retry {
-                attempt: start.attempt,
-                max_attempts: start.max_attempts,
-                delay_ms: start.delay_ms,
-                rate_limited: start
-                    .error_message
-                    .as_deref()
-                    .is_some_and(|m| m.trim_start().starts_with("429")),
+                    attempt: start.attempt,
+                    max_attempts: start.max_attempts,
+                    delay_ms: start.delay_ms,
+                    rate_limited: start
+                        .error_message
+                        .as_deref()
+                        .is_some_and(|m| m.trim_start().starts_with("429")),
                 })))]
             }
             Record::AutoRetryEnd(end) => {

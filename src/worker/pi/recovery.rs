@@ -144,7 +144,9 @@ impl RouteRecovery {
                 ));
                 self.next_route()
             }
-            (Phase::Model(route), Ok(())) if route.selection.effort != self.current.selection.effort => {
+            (Phase::Model(route), Ok(()))
+                if route.selection.effort != self.current.selection.effort =>
+            {
                 let level = route
                     .selection
                     .effort
@@ -212,7 +214,10 @@ mod tests {
 
     #[test]
     fn a_server_failure_after_known_exhaustion_switches_to_the_next_route() {
-        let mut r = plan(vec![route("m", "a", "x", "high"), route("m", "b", "y", "high")]);
+        let mut r = plan(vec![
+            route("m", "a", "x", "high"),
+            route("m", "b", "y", "high"),
+        ]);
         assert_eq!(
             r.on_failure("500: boom".into(), false, true),
             Step::Send(Sent::SetModel {
@@ -230,11 +235,16 @@ mod tests {
 
     #[test]
     fn a_different_effort_also_sets_the_thinking_level() {
-        let mut r = plan(vec![route("m", "a", "x", "high"), route("n", "b", "y", "low")]);
+        let mut r = plan(vec![
+            route("m", "a", "x", "high"),
+            route("n", "b", "y", "low"),
+        ]);
         r.on_failure("503 service unavailable".into(), false, true);
         assert_eq!(
             r.on_switched(Ok(())),
-            Step::Send(Sent::SetThinkingLevel { level: "low".into() })
+            Step::Send(Sent::SetThinkingLevel {
+                level: "low".into()
+            })
         );
         assert_eq!(
             r.on_switched(Ok(())),
@@ -244,19 +254,32 @@ mod tests {
 
     #[test]
     fn a_refused_route_is_passed_over_and_named_when_nothing_is_left() {
-        let mut r = plan(vec![route("m", "a", "x", "high"), route("m", "b", "y", "high")]);
+        let mut r = plan(vec![
+            route("m", "a", "x", "high"),
+            route("m", "b", "y", "high"),
+        ]);
         r.on_failure("429 rate limit".into(), false, true);
         let Step::Settle(error) = r.on_switched(Err("Model not found: b/y".into())) else {
             panic!("settles")
         };
-        assert!(error.starts_with("429 rate limit (recovery exhausted"), "{error}");
+        assert!(
+            error.starts_with("429 rate limit (recovery exhausted"),
+            "{error}"
+        );
         assert!(error.contains("b/y: Model not found"), "{error}");
     }
 
     #[test]
     fn auth_billing_and_context_failures_never_recover() {
-        for error in ["401 unauthorized", "insufficient_quota", "prompt is too long"] {
-            let mut r = plan(vec![route("m", "a", "x", "high"), route("m", "b", "y", "high")]);
+        for error in [
+            "401 unauthorized",
+            "insufficient_quota",
+            "prompt is too long",
+        ] {
+            let mut r = plan(vec![
+                route("m", "a", "x", "high"),
+                route("m", "b", "y", "high"),
+            ]);
             assert_eq!(
                 r.on_failure(error.into(), false, true),
                 Step::Settle(error.into())
@@ -266,7 +289,10 @@ mod tests {
 
     #[test]
     fn cancellation_and_unknown_exhaustion_stop_visibly() {
-        let mut r = plan(vec![route("m", "a", "x", "high"), route("m", "b", "y", "high")]);
+        let mut r = plan(vec![
+            route("m", "a", "x", "high"),
+            route("m", "b", "y", "high"),
+        ]);
         assert_eq!(
             r.on_failure("Request was aborted".into(), true, true),
             Step::Settle("Request was aborted".into())
@@ -288,9 +314,15 @@ mod tests {
 
     #[test]
     fn a_cancel_during_a_switch_settles_with_the_failure() {
-        let mut r = plan(vec![route("m", "a", "x", "high"), route("m", "b", "y", "high")]);
+        let mut r = plan(vec![
+            route("m", "a", "x", "high"),
+            route("m", "b", "y", "high"),
+        ]);
         r.on_failure("500: boom".into(), false, true);
-        assert_eq!(r.cancel().as_deref(), Some("500: boom (recovery cancelled)"));
+        assert_eq!(
+            r.cancel().as_deref(),
+            Some("500: boom (recovery cancelled)")
+        );
         assert_eq!(r.cancel(), None);
     }
 }
