@@ -715,48 +715,15 @@ fn sigterm_to_slate_run_with_16_running_and_32_queued_leaves_no_worker_and_every
 /// request carries the completed call and its result exactly once.
 #[tokio::test]
 async fn logical_recovery_switches_the_same_worker_to_the_next_route_without_repeating_the_tool() {
-    use serde_json::{Value, json};
-    use slate::control::session_routing::SessionRouting;
+    use serde_json::Value;
     use slate::policy::logical::{LogicalTask, resolve_logical};
-    use slate::policy::routing::{ProjectFile, SlateFile, resolve};
     use slate::worker::pi::recovery::CONTINUATION;
 
     let Some(env) = Env::real("logical_recovery") else {
         return;
     };
-    // A second provider on the same fake server, whose only model is the failing one.
-    let models_path = env.sandbox.agent_dir.join("models.json");
-    let mut models: Value =
-        serde_json::from_str(&std::fs::read_to_string(&models_path).unwrap()).unwrap();
-    let mut down = models["providers"]["fake"].clone();
-    let mut model = down["models"][0].clone();
-    model["id"] = json!("fake-down");
-    model["name"] = json!("Fake Down");
-    down["name"] = json!("Fake B (fails after a tool)");
-    down["models"] = json!([model]);
-    models["providers"]["fake-b"] = down;
-    std::fs::write(&models_path, serde_json::to_vec_pretty(&models).unwrap()).unwrap();
-
-    let file = json!({"router": {"models": {"include": [], "add": [{
-        "model": "fallback-test",
-        "capabilityRating": 50,
-        "effort": "off",
-        "costRating": 10,
-        "preferredProvider": "fake-b",
-        "providers": {"fake-b": "fake-down", "fake": "fake-model"},
-        "guidelines": [],
-        "cautions": []
-    }]}}})
-    .to_string();
-    let report = resolve(
-        &SlateFile {
-            label: "test slate.json",
-            bytes: Some(file.as_bytes()),
-        },
-        &ProjectFile::Absent,
-    );
-    assert!(!report.blocked, "{:?}", report.errors);
-    let routing = SessionRouting::new(Some(report));
+    add_down_provider(&env.sandbox.agent_dir);
+    let routing = fallback_routing();
     let logical = |index| LogicalTask {
         path: "$",
         name: "fallback-test",
@@ -814,9 +781,6 @@ async fn logical_recovery_switches_the_same_worker_to_the_next_route_without_rep
         env.fake.requests_jsonl()
     );
     let last = log.last().unwrap();
-    if std::env::var_os("SLATE_SHOW_LOG").is_some() {
-        eprintln!("{}", env.fake.requests_jsonl());
-    }
     assert_eq!(last.last_user_text, CONTINUATION);
     let messages = last.messages();
     let tool_calls: usize = messages
@@ -844,4 +808,48 @@ async fn logical_recovery_switches_the_same_worker_to_the_next_route_without_rep
     assert_eq!(next.selection.provider, "fake");
     assert_eq!(next.action.admission, 2, "admission order");
     assert!(env.leftovers().is_empty(), "no process left");
+}
+
+/// A second provider, `fake-b`, on the same fake server, whose only model is `fake-down`
+/// (the fake answers 500 for it once a tool result is in the history).
+fn add_down_provider(agent_dir: &Path) {
+    use serde_json::{Value, json};
+    let models_path = agent_dir.join("models.json");
+    let mut models: Value =
+        serde_json::from_str(&std::fs::read_to_string(&models_path).unwrap()).unwrap();
+    let mut down = models["providers"]["fake"].clone();
+    let mut model = down["models"][0].clone();
+    model["id"] = json!("fake-down");
+    model["name"] = json!("Fake Down");
+    down["name"] = json!("Fake B (fails after a tool)");
+    down["models"] = json!([model]);
+    models["providers"]["fake-b"] = down;
+    std::fs::write(&models_path, serde_json::to_vec_pretty(&models).unwrap()).unwrap();
+}
+
+/// A session whose routing policy has one logical model, `fallback-test`: preferred route
+/// `fake-b/fake-down`, then `fake/fake-model`, both at `off`.
+fn fallback_routing() -> std::sync::Arc<slate::control::session_routing::SessionRouting> {
+    use serde_json::json;
+    use slate::policy::routing::{ProjectFile, SlateFile, resolve};
+    let file = json!({"router": {"models": {"include": [], "add": [{
+        "model": "fallback-test",
+        "capabilityRating": 50,
+        "effort": "off",
+        "costRating": 10,
+        "preferredProvider": "fake-b",
+        "providers": {"fake-b": "fake-down", "fake": "fake-model"},
+        "guidelines": [],
+        "cautions": []
+    }]}}})
+    .to_string();
+    let report = resolve(
+        &SlateFile {
+            label: "test slate.json",
+            bytes: Some(file.as_bytes()),
+        },
+        &ProjectFile::Absent,
+    );
+    assert!(!report.blocked, "{:?}", report.errors);
+    slate::control::session_routing::SessionRouting::new(Some(report))
 }

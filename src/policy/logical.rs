@@ -19,7 +19,7 @@ use crate::core::task::{LogicalAction, ModelSelection, PlannedRoute};
 use crate::policy::problem::{Problem, key};
 use crate::policy::recovery::{Admission, Remembered, RouteAttempt, ordinary_plan};
 use crate::policy::request::MAX_REASON_CHARS;
-use crate::policy::routing::RoutingPolicy;
+use crate::policy::routing::{LogicalModel, RoutingPolicy};
 
 /// What logical tasks are resolved against.
 #[derive(Clone, Copy, Debug)]
@@ -98,6 +98,47 @@ pub fn resolve_logical(
             .value(task.name),
         );
     }
+    let definition = find_definition(task, ctx, &mut problems);
+    let (Some((policy, definition)), Some(ctx), Some(reason)) = (definition, ctx, task.reason)
+    else {
+        return Err(problems);
+    };
+    let plan = ordinary_plan(policy, definition, ctx.remembered);
+    let Some(first) = plan.first() else {
+        problems.push(
+            Problem::new(&model_path, "the definition permits no provider route").value(task.name),
+        );
+        return Err(problems);
+    };
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    let index = u64::try_from(task.index).unwrap_or(u64::MAX);
+    Ok(ResolvedLogical {
+        selection: selection(first),
+        action: LogicalAction {
+            model: definition.model.clone(),
+            reason: reason.to_owned(),
+            admission: ctx.first_admission.saturating_add(index),
+            routes: plan
+                .iter()
+                .map(|r| PlannedRoute {
+                    logical: r.model.clone(),
+                    selection: selection(r),
+                })
+                .collect(),
+        },
+    })
+}
+
+/// The ordinary definition the task names, with its policy; a problem when routing is
+/// absent or blocked, or the name is unknown or not ordinary.
+fn find_definition<'p>(
+    task: &LogicalTask<'_>,
+    ctx: Option<&LogicalContext<'p>>,
+    problems: &mut Vec<Problem>,
+) -> Option<(&'p RoutingPolicy, &'p LogicalModel)> {
+    let model_path = key(task.path, "model");
     let policy = match ctx {
         None => {
             problems.push(
@@ -130,7 +171,7 @@ pub fn resolve_logical(
             ..
         }) => Some(*policy),
     };
-    let definition = policy.and_then(|policy| {
+    policy.and_then(|policy| {
         let found = policy.ordinary_definitions().find(|d| d.model == task.name);
         if found.is_none() {
             let rule = if policy.definition(task.name).is_some() {
@@ -152,36 +193,6 @@ pub fn resolve_logical(
             problems.push(Problem::new(&model_path, rule).value(task.name));
         }
         found.map(|d| (policy, d))
-    });
-    let (Some((policy, definition)), Some(ctx), Some(reason)) = (definition, ctx, task.reason)
-    else {
-        return Err(problems);
-    };
-    let plan = ordinary_plan(policy, definition, ctx.remembered);
-    let Some(first) = plan.first() else {
-        problems.push(
-            Problem::new(&model_path, "the definition permits no provider route").value(task.name),
-        );
-        return Err(problems);
-    };
-    if !problems.is_empty() {
-        return Err(problems);
-    }
-    let index = u64::try_from(task.index).unwrap_or(u64::MAX);
-    Ok(ResolvedLogical {
-        selection: selection(first),
-        action: LogicalAction {
-            model: definition.model.clone(),
-            reason: reason.to_owned(),
-            admission: ctx.first_admission.saturating_add(index),
-            routes: plan
-                .iter()
-                .map(|r| PlannedRoute {
-                    logical: r.model.clone(),
-                    selection: selection(r),
-                })
-                .collect(),
-        },
     })
 }
 

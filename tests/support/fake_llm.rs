@@ -938,7 +938,14 @@ impl Conn<'_> {
         };
         let has_tools = logged.has_tools();
         lock(&self.shared.requests).push(logged);
-        if has_tools {
+        let has_tool_result = ctx
+            .messages
+            .iter()
+            .any(|m| m.get("role").and_then(Value::as_str) == Some("tool"));
+        if ctx.model == "fake-down" && has_tool_result {
+            let e = ErrorBody::new("fake route down", Some("server_error"));
+            self.send_json(500, &e, &[])
+        } else if has_tools {
             self.dispatch(&ctx)
         } else {
             // pi's compaction / branch-summary calls carry no tools: always a plain summary.
@@ -949,14 +956,6 @@ impl Conn<'_> {
     }
 
     fn dispatch(&mut self, ctx: &Ctx) -> io::Result<()> {
-        let has_tool_result = ctx
-            .messages
-            .iter()
-            .any(|m| m.get("role").and_then(Value::as_str) == Some("tool"));
-        if ctx.model == "fake-down" && has_tool_result {
-            let e = ErrorBody::new("fake route down", Some("server_error"));
-            return self.send_json(500, &e, &[]);
-        }
         let scen = ctx.scenario.as_str();
         match scen {
             "ERR500" => {

@@ -107,29 +107,25 @@ impl RouteRecovery {
     }
 
     fn next_route(&mut self) -> Step {
-        match self.remaining.pop_front() {
-            Some(route) => {
-                let sent = Sent::SetModel {
-                    provider: route.selection.provider.clone(),
-                    id: route.selection.id.clone(),
-                };
-                self.phase = Phase::Model(route);
-                Step::Send(sent)
+        let Some(route) = self.remaining.pop_front() else {
+            self.phase = Phase::Idle;
+            let mut error = format!(
+                "{} (recovery exhausted every route of the plan",
+                self.failure
+            );
+            if !self.refused.is_empty() {
+                error.push_str("; pi refused: ");
+                error.push_str(&self.refused.join("; "));
             }
-            None => {
-                self.phase = Phase::Idle;
-                let mut error = format!(
-                    "{} (recovery exhausted every route of the plan",
-                    self.failure
-                );
-                if !self.refused.is_empty() {
-                    error.push_str("; pi refused: ");
-                    error.push_str(&self.refused.join("; "));
-                }
-                error.push(')');
-                Step::Settle(error)
-            }
-        }
+            error.push(')');
+            return Step::Settle(error);
+        };
+        let sent = Sent::SetModel {
+            provider: route.selection.provider.clone(),
+            id: route.selection.id.clone(),
+        };
+        self.phase = Phase::Model(route);
+        Step::Send(sent)
     }
 
     /// pi answered the pending switch command.
