@@ -10,7 +10,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use crate::core::{ChildSnapshot, Status};
+use crate::core::{ChildSnapshot, LogicalSnapshot, Status};
 use crate::policy::logical::LogicalContext;
 use crate::policy::recovery::{ActionOutcome, Admission, Remembered, SessionPreferences};
 use crate::policy::routing::RoutingReport;
@@ -28,6 +28,21 @@ struct Inner {
 #[derive(Debug)]
 pub struct SessionRouting {
     inner: Mutex<Inner>,
+}
+
+/// How a generation in `status` ended, for publication (`None` while it has not ended).
+pub fn outcome(status: Status, failed: bool) -> Option<ActionOutcome> {
+    match status {
+        Status::Settled if !failed => Some(ActionOutcome::Ok),
+        Status::Settled | Status::Failed => Some(ActionOutcome::Failed),
+        Status::Cancelled => Some(ActionOutcome::Cancelled),
+        Status::Queued
+        | Status::Setup
+        | Status::Running
+        | Status::Pausing
+        | Status::Paused
+        | Status::Draining => None,
+    }
 }
 
 impl SessionRouting {
@@ -71,20 +86,17 @@ impl SessionRouting {
     /// Publish what a finished generation proves: only a settled one without error publishes.
     /// Returns whether the remembered provider changed.
     pub fn observe(&self, snapshot: &ChildSnapshot) -> bool {
-        let Some(action) = &snapshot.logical else {
-            return false;
-        };
-        let outcome = match snapshot.status {
-            Status::Settled if snapshot.error.is_none() => ActionOutcome::Ok,
-            Status::Settled | Status::Failed => ActionOutcome::Failed,
-            Status::Cancelled => ActionOutcome::Cancelled,
-            Status::Queued
-            | Status::Setup
-            | Status::Running
-            | Status::Pausing
-            | Status::Paused
-            | Status::Draining => return false,
-        };
+        match (
+            &snapshot.logical,
+            outcome(snapshot.status, snapshot.error.is_some()),
+        ) {
+            (Some(action), Some(outcome)) => self.publish(action, outcome),
+            _ => false,
+        }
+    }
+
+    /// Publish the latest accepted route of `action` for an action that ended with `outcome`.
+    pub fn publish(&self, action: &LogicalSnapshot, outcome: ActionOutcome) -> bool {
         self.lock().prefs.publish_provider(
             action.admission,
             outcome,
@@ -116,5 +128,84 @@ impl SessionRouting {
                 }
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn action(admission: u64, provider: &str) -> LogicalSnapshot {
+        LogicalSnapshot {
+            model: "duo".into(),
+            reason: "fits".into(),
+            admission,
+            route_model: "duo".into(),
+            route_provider: provider.into(),
+            switches: 0,
+        }
+    }
+
+    fn remembered(routing: &SessionRouting) -> Option<String> {
+        routing.remembered().get("duo").cloned()
+    }
+
+    #[test]
+    fn only_a_settled_generation_without_error_is_a_success() {
+        assert_eq!(outcome(Status::Settled, false), Some(ActionOutcome::Ok));
+        assert_eq!(outcome(Status::Settled, true), Some(ActionOutcome::Failed));
+        assert_eq!(outcome(Status::Failed, true), Some(ActionOutcome::Failed));
+        assert_eq!(
+            outcome(Status::Cancelled, false),
+            Some(ActionOutcome::Cancelled)
+        );
+        for live in [
+            Status::Queued,
+            Status::Running,
+            Status::Paused,
+            Status::Draining,
+        ] {
+            assert_eq!(outcome(live, false), None);
+        }
+    }
+
+    #[test]
+    fn failure_cancellation_and_unknown_publish_nothing() {
+        let routing = SessionRouting::new(None);
+        for failed in [
+            ActionOutcome::Failed,
+            ActionOutcome::Cancelled,
+            ActionOutcome::Interrupted,
+            ActionOutcome::Unknown,
+        ] {
+            assert!(!routing.publish(&action(1, "alpha"), failed));
+        }
+        assert_eq!(remembered(&routing), None);
+    }
+
+    #[test]
+    fn a_later_started_success_wins_whatever_order_they_finish_in() {
+        let routing = SessionRouting::new(None);
+        assert!(routing.publish(&action(2, "beta"), ActionOutcome::Ok));
+        // Admitted earlier, finished later: stale.
+        assert!(!routing.publish(&action(1, "alpha"), ActionOutcome::Ok));
+        assert_eq!(remembered(&routing).as_deref(), Some("beta"));
+        assert!(routing.publish(&action(3, "alpha"), ActionOutcome::Ok));
+        assert_eq!(remembered(&routing).as_deref(), Some("alpha"));
+    }
+
+    #[test]
+    fn each_call_reserves_one_admission_per_task() {
+        let routing = SessionRouting::new(None);
+        let first = routing.with_context(3, |ctx| ctx.map(|c| c.first_admission));
+        assert_eq!(first, None, "no routing report: no logical context");
+        let report = crate::policy::routing::resolve(
+            &crate::policy::routing::SlateFile::absent("home"),
+            &crate::policy::routing::ProjectFile::Absent,
+        );
+        let routing = SessionRouting::new(Some(report));
+        let a = routing.with_context(3, |ctx| ctx.map(|c| c.first_admission));
+        let b = routing.with_context(1, |ctx| ctx.map(|c| c.first_admission));
+        assert_eq!((a, b), (Some(1), Some(4)));
     }
 }
