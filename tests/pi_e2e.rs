@@ -853,3 +853,52 @@ fn fallback_routing() -> std::sync::Arc<slate::control::session_routing::Session
     assert!(!report.blocked, "{:?}", report.errors);
     slate::control::session_routing::SessionRouting::new(Some(report))
 }
+
+/// A failure that is not eligible for recovery (pi's 400, not retried, classified as
+/// unknown) stops visibly on the first route: no `set_model`, no continuation, nothing
+/// published.
+#[tokio::test]
+async fn logical_recovery_stops_visibly_on_an_ineligible_failure() {
+    use slate::policy::logical::{LogicalTask, resolve_logical};
+
+    let Some(env) = Env::real("logical_stop") else {
+        return;
+    };
+    add_down_provider(&env.sandbox.agent_dir);
+    let routing = fallback_routing();
+    let resolved = routing
+        .with_context(1, |ctx| {
+            resolve_logical(
+                &LogicalTask {
+                    path: "$",
+                    name: "fallback-test",
+                    reason: Some("bad request on purpose"),
+                    has_models: false,
+                    parent_restricted: false,
+                    index: 0,
+                },
+                ctx.as_ref(),
+            )
+        })
+        .unwrap();
+    let mut task = env.task("SCENARIO:ERR400 refuse", Role::Scout);
+    task.model = Some(resolved.selection);
+    task.logical = Some(resolved.action);
+    let s = run_one(&env, task).await;
+    assert_eq!(s.status, Status::Failed);
+    let error = s.error.clone().unwrap();
+    assert!(error.starts_with("400"), "{error}");
+    assert!(error.contains("(recovery stopped:"), "{error}");
+    assert_eq!(s.model.as_deref(), Some("fake-b/fake-down"));
+    assert_eq!(s.logical.as_ref().unwrap().switches, 0);
+    let served: Vec<String> = env
+        .fake
+        .requests()
+        .iter()
+        .map(|r| r.body["model"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(served, ["fake-down"]);
+    assert!(!routing.observe(&s), "a failure publishes nothing");
+    assert!(routing.remembered().is_empty());
+    assert!(env.leftovers().is_empty(), "no process left");
+}
