@@ -159,7 +159,7 @@ async fn a_logical_task_runs_on_its_first_route_and_its_success_is_remembered() 
     );
     // Publication follows the registry event of the settled generation.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while routing.remembered().get("duo").is_none() {
+    while !routing.remembered().contains_key("duo") {
         assert!(tokio::time::Instant::now() < deadline, "never published");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
