@@ -58,7 +58,14 @@ impl Coordinator {
                 id,
                 effort,
             } => {
-                let snap = &mut self.gen_mut(r).snap;
+                let g = self.gen_mut(r);
+                // A resumed window continues on the latest accepted route, not the first.
+                g.spec.model = Some(crate::core::task::ModelSelection {
+                    provider: provider.clone(),
+                    id: id.clone(),
+                    effort: effort.clone(),
+                });
+                let snap = &mut g.snap;
                 snap.activity = Some(clip_owned(
                     format!("recovery: switched to {logical} via {provider}/{id}"),
                     ACTIVITY_CHARS,

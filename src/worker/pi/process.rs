@@ -396,7 +396,7 @@ async fn run_worker(
         settling: None,
         settled: false,
         pid: child.id(),
-        recovery: RouteRecovery::new(start.spec.logical.as_ref()),
+        recovery: RouteRecovery::new(start.spec.logical.as_ref(), start.spec.model.as_ref()),
         aborting: false,
     };
     driver.send("state-", Sent::GetState, None).await;

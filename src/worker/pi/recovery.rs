@@ -13,7 +13,7 @@
 
 use std::collections::VecDeque;
 
-use crate::core::task::{LogicalAction, PlannedRoute};
+use crate::core::task::{LogicalAction, ModelSelection, PlannedRoute};
 use crate::policy::recovery::{Exhaustion, RecoveryDecision, classify_message, decide};
 use crate::worker::pi::mapper::Sent;
 
@@ -56,9 +56,14 @@ pub struct RouteRecovery {
 }
 
 impl RouteRecovery {
-    /// `None` for an exact selection (never falls back) or an empty plan.
-    pub fn new(action: Option<&LogicalAction>) -> Option<Self> {
+    /// `None` for an exact selection (never falls back) or an empty plan. `current` is the
+    /// route the worker starts on: the first of the plan, or — for a resumed window — the
+    /// latest accepted one, whose earlier routes count as visited.
+    pub fn new(action: Option<&LogicalAction>, current: Option<&ModelSelection>) -> Option<Self> {
         let mut routes: VecDeque<PlannedRoute> = action?.routes.iter().cloned().collect();
+        if let Some(at) = current.and_then(|c| routes.iter().position(|r| &r.selection == c)) {
+            routes.drain(..at);
+        }
         let current = routes.pop_front()?;
         Some(Self {
             remaining: routes,
@@ -185,7 +190,6 @@ fn kind_name(kind: crate::policy::recovery::FailureKind) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::task::ModelSelection;
 
     fn route(logical: &str, provider: &str, id: &str, effort: &str) -> PlannedRoute {
         PlannedRoute {
@@ -199,12 +203,15 @@ mod tests {
     }
 
     fn plan(routes: Vec<PlannedRoute>) -> RouteRecovery {
-        RouteRecovery::new(Some(&LogicalAction {
-            model: "m".into(),
-            reason: "r".into(),
-            admission: 1,
-            routes,
-        }))
+        RouteRecovery::new(
+            Some(&LogicalAction {
+                model: "m".into(),
+                reason: "r".into(),
+                admission: 1,
+                routes,
+            }),
+            None,
+        )
         .expect("a plan")
     }
 
@@ -305,7 +312,32 @@ mod tests {
 
     #[test]
     fn an_exact_selection_has_no_recovery() {
-        assert!(RouteRecovery::new(None).is_none());
+        assert!(RouteRecovery::new(None, None).is_none());
+    }
+
+    #[test]
+    fn a_resumed_window_starts_after_its_latest_accepted_route() {
+        let routes = vec![
+            route("m", "a", "x", "high"),
+            route("m", "b", "y", "high"),
+            route("n", "c", "z", "low"),
+        ];
+        let action = LogicalAction {
+            model: "m".into(),
+            reason: "r".into(),
+            admission: 1,
+            routes,
+        };
+        let mut r =
+            RouteRecovery::new(Some(&action), Some(&route("m", "b", "y", "high").selection))
+                .expect("a plan");
+        assert_eq!(
+            r.on_failure("500: boom".into(), false, true),
+            Step::Send(Sent::SetModel {
+                provider: "c".into(),
+                id: "z".into()
+            })
+        );
     }
 
     #[test]
