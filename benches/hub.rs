@@ -49,6 +49,9 @@ fn snapshot(n: u128, status: Status) -> ChildSnapshot {
         result: None,
         model: Some("anthropic/claude-sonnet-4".to_owned()),
         effort: None,
+        requested_model: None,
+        requested_effort: None,
+        logical: None,
         prewalk: None,
         telemetry: Telemetry {
             requests: Some(3),

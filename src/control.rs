@@ -14,6 +14,7 @@ mod connection;
 pub mod discovery;
 pub mod protocol;
 pub mod server;
+pub mod session_routing;
 pub mod summary;
 
 pub use client::{Client, ClientError, Subscription};

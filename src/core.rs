@@ -29,11 +29,12 @@ pub use lifecycle::{AbortReason, CancelCause, LimitReason, PauseReason, Presence
 pub use message::{Message, MessageMode, ReceiptStatus};
 pub use refusal::Refusal;
 pub use snapshot::{
-    AgentPresence, Artifacts, ChildSnapshot, ContextUsage, RegistryEvent, RegistryEventKind, Retry,
-    StatusView, StructuredOutcome, Telemetry, Tokens, Validation, WaitOutcome, Window,
+    AgentPresence, Artifacts, ChildSnapshot, ContextUsage, LogicalSnapshot, RegistryEvent,
+    RegistryEventKind, Retry, StatusView, StructuredOutcome, Telemetry, Tokens, Validation,
+    WaitOutcome, Window,
 };
 pub use task::{
-    BuiltinTool, CapabilityDenial, CoordinationAction, LimitOverrides, Limits, ModelSelection,
-    Renewal, Role, TaskSpec,
+    BuiltinTool, CapabilityDenial, CoordinationAction, LimitOverrides, Limits, LogicalAction,
+    ModelSelection, PlannedRoute, Renewal, Role, TaskSpec,
 };
 pub use worker_events::clip_chars;

@@ -3,6 +3,7 @@
 
 pub mod capabilities;
 pub mod fs_view;
+pub mod logical;
 pub mod model;
 pub mod preview;
 pub mod problem;

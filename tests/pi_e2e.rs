@@ -707,3 +707,198 @@ fn sigterm_to_slate_run_with_16_running_and_32_queued_leaves_no_worker_and_every
         "only 16 ever started; 32 stayed queued until cancelled"
     );
 }
+
+/// A logical task whose preferred route (`fake-b/fake-down`) serves the first request (a bash
+/// tool call) and then answers 500 once the tool result is in the history. pi retries it
+/// twice, reports exhaustion, and Slate switches the same worker to `fake/fake-model` with
+/// `set_model`, then continues with one short prompt: the tool is not run again and the final
+/// request carries the completed call and its result exactly once.
+#[tokio::test]
+async fn logical_recovery_switches_the_same_worker_to_the_next_route_without_repeating_the_tool() {
+    use serde_json::Value;
+    use slate::policy::logical::{LogicalTask, resolve_logical};
+    use slate::worker::pi::recovery::CONTINUATION;
+
+    let Some(env) = Env::real("logical_recovery") else {
+        return;
+    };
+    add_down_provider(&env.sandbox.agent_dir);
+    let routing = fallback_routing();
+    let logical = |index| LogicalTask {
+        path: "$",
+        name: "fallback-test",
+        reason: Some("cheap model for a one-command task"),
+        has_models: false,
+        parent_restricted: false,
+        index,
+    };
+    let resolved = routing
+        .with_context(1, |ctx| resolve_logical(&logical(0), ctx.as_ref()))
+        .unwrap();
+    let mut task = env.task("SCENARIO:BASH run the tool", Role::Implementation);
+    task.model = Some(resolved.selection);
+    task.logical = Some(resolved.action);
+
+    let s = run_one(&env, task).await;
+    assert_eq!(s.status, Status::Settled, "{:?}", s.error);
+    assert_eq!(s.requested_model.as_deref(), Some("fake-b/fake-down"));
+    assert_eq!(s.requested_effort.as_deref(), Some("off"));
+    assert_eq!(s.model.as_deref(), Some("fake/fake-model"));
+    assert_eq!(s.effort.as_deref(), Some("off"));
+    let action = s.logical.clone().unwrap();
+    assert_eq!(
+        (action.model.as_str(), action.route_model.as_str()),
+        ("fallback-test", "fallback-test")
+    );
+    assert_eq!(
+        (action.route_provider.as_str(), action.switches),
+        ("fake", 1)
+    );
+    assert_eq!(s.tool_calls, 1, "the completed bash call ran once");
+    let snippet: String = CONTINUATION.chars().take(60).collect();
+    assert_eq!(
+        s.result.as_deref(),
+        Some(format!("ACK: {snippet}").as_str())
+    );
+
+    // The HTTP log: the tool call on the preferred route, its 500 and pi's two retries, then
+    // one request on the next route.
+    let log = env.fake.requests();
+    let served: Vec<&str> = log
+        .iter()
+        .map(|r| r.body["model"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        served,
+        [
+            "fake-down",
+            "fake-down",
+            "fake-down",
+            "fake-down",
+            "fake-model"
+        ],
+        "{}",
+        env.fake.requests_jsonl()
+    );
+    let last = log.last().unwrap();
+    assert_eq!(last.last_user_text, CONTINUATION);
+    let messages = last.messages();
+    let tool_calls: usize = messages
+        .iter()
+        .filter_map(|m| m.get("tool_calls").and_then(Value::as_array))
+        .map(Vec::len)
+        .sum();
+    let tool_results = messages.iter().filter(|m| m["role"] == "tool").count();
+    assert_eq!((tool_calls, tool_results), (1, 1), "{messages:#?}");
+    assert_eq!(s.telemetry.requests, Some(5));
+
+    // Only the success publishes: the next action on this model starts on the provider that
+    // served it.
+    assert!(routing.observe(&s));
+    assert_eq!(
+        routing
+            .remembered()
+            .get("fallback-test")
+            .map(String::as_str),
+        Some("fake")
+    );
+    let next = routing
+        .with_context(1, |ctx| resolve_logical(&logical(0), ctx.as_ref()))
+        .unwrap();
+    assert_eq!(next.selection.provider, "fake");
+    assert_eq!(next.action.admission, 2, "admission order");
+    assert!(env.leftovers().is_empty(), "no process left");
+}
+
+/// A second provider, `fake-b`, on the same fake server, whose only model is `fake-down`
+/// (the fake answers 500 for it once a tool result is in the history).
+fn add_down_provider(agent_dir: &Path) {
+    use serde_json::{Value, json};
+    let models_path = agent_dir.join("models.json");
+    let mut models: Value =
+        serde_json::from_str(&std::fs::read_to_string(&models_path).unwrap()).unwrap();
+    let mut down = models["providers"]["fake"].clone();
+    let mut model = down["models"][0].clone();
+    model["id"] = json!("fake-down");
+    model["name"] = json!("Fake Down");
+    down["name"] = json!("Fake B (fails after a tool)");
+    down["models"] = json!([model]);
+    models["providers"]["fake-b"] = down;
+    std::fs::write(&models_path, serde_json::to_vec_pretty(&models).unwrap()).unwrap();
+}
+
+/// A session whose routing policy has one logical model, `fallback-test`: preferred route
+/// `fake-b/fake-down`, then `fake/fake-model`, both at `off`.
+fn fallback_routing() -> std::sync::Arc<slate::control::session_routing::SessionRouting> {
+    use serde_json::json;
+    use slate::policy::routing::{ProjectFile, SlateFile, resolve};
+    let file = json!({"router": {"models": {"include": [], "add": [{
+        "model": "fallback-test",
+        "capabilityRating": 50,
+        "effort": "off",
+        "costRating": 10,
+        "preferredProvider": "fake-b",
+        "providers": {"fake-b": "fake-down", "fake": "fake-model"},
+        "guidelines": [],
+        "cautions": []
+    }]}}})
+    .to_string();
+    let report = resolve(
+        &SlateFile {
+            label: "test slate.json",
+            bytes: Some(file.as_bytes()),
+        },
+        &ProjectFile::Absent,
+    );
+    assert!(!report.blocked, "{:?}", report.errors);
+    slate::control::session_routing::SessionRouting::new(Some(report))
+}
+
+/// A failure that is not eligible for recovery (pi's 400, not retried, classified as
+/// unknown) stops visibly on the first route: no `set_model`, no continuation, nothing
+/// published.
+#[tokio::test]
+async fn logical_recovery_stops_visibly_on_an_ineligible_failure() {
+    use slate::policy::logical::{LogicalTask, resolve_logical};
+
+    let Some(env) = Env::real("logical_stop") else {
+        return;
+    };
+    add_down_provider(&env.sandbox.agent_dir);
+    let routing = fallback_routing();
+    let resolved = routing
+        .with_context(1, |ctx| {
+            resolve_logical(
+                &LogicalTask {
+                    path: "$",
+                    name: "fallback-test",
+                    reason: Some("bad request on purpose"),
+                    has_models: false,
+                    parent_restricted: false,
+                    index: 0,
+                },
+                ctx.as_ref(),
+            )
+        })
+        .unwrap();
+    let mut task = env.task("SCENARIO:ERR400 refuse", Role::Scout);
+    task.model = Some(resolved.selection);
+    task.logical = Some(resolved.action);
+    let s = run_one(&env, task).await;
+    assert_eq!(s.status, Status::Failed);
+    let error = s.error.clone().unwrap();
+    assert!(error.starts_with("400"), "{error}");
+    assert!(error.contains("(recovery stopped:"), "{error}");
+    assert_eq!(s.model.as_deref(), Some("fake-b/fake-down"));
+    assert_eq!(s.logical.as_ref().unwrap().switches, 0);
+    let served: Vec<String> = env
+        .fake
+        .requests()
+        .iter()
+        .map(|r| r.body["model"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(served, ["fake-down"]);
+    assert!(!routing.observe(&s), "a failure publishes nothing");
+    assert!(routing.remembered().is_empty());
+    assert!(env.leftovers().is_empty(), "no process left");
+}

@@ -194,6 +194,7 @@ fn settled(error: Option<&str>, aborted: bool) -> Output {
     Output::Settled {
         error: error.map(str::to_owned),
         aborted,
+        retries_ended: true,
     }
 }
 
@@ -1075,6 +1076,69 @@ fn crlf_and_blank_lines() {
     assert_eq!(
         mapper.line(b"{\"type\":\"agent_settled\",\"aborted\":true}\r\n"),
         vec![settled(None, true)]
+    );
+}
+
+/// Recovery needs known exhaustion: a retry that started and never reported its end (pi
+/// settled during the retry delay) is unknown evidence.
+#[test]
+fn a_retry_without_its_end_settles_with_unknown_exhaustion() {
+    let mut mapper = PiMapper::new();
+    mapper.line(
+        br#"{"type":"auto_retry_start","attempt":1,"maxAttempts":2,"delayMs":300,"errorMessage":"500: boom"}"#,
+    );
+    assert_eq!(
+        mapper.line(br#"{"type":"agent_settled","aborted":false}"#),
+        vec![Output::Settled {
+            error: None,
+            aborted: false,
+            retries_ended: false,
+        }]
+    );
+    // The next run starts clean.
+    assert_eq!(
+        mapper.line(br#"{"type":"agent_settled","aborted":false}"#),
+        vec![settled(None, false)]
+    );
+}
+
+/// Recovery's switch commands: pi's answer to `set_model` / `set_thinking_level` is matched by
+/// id; a refusal carries pi's error text.
+#[test]
+fn set_model_and_set_thinking_level_responses_are_switch_results() {
+    let mut mapper = PiMapper::new();
+    mapper.sent(
+        "route-1",
+        Sent::SetModel {
+            provider: "fake".into(),
+            id: "fake-model".into(),
+        },
+    );
+    mapper.sent(
+        "route-2",
+        Sent::SetThinkingLevel {
+            level: "high".into(),
+        },
+    );
+    assert_eq!(
+        mapper.line(
+            br#"{"type":"response","id":"route-2","command":"set_thinking_level","success":true}"#
+        ),
+        vec![Output::Switched(Ok(()))]
+    );
+    assert_eq!(
+        mapper.line(
+            br#"{"type":"response","id":"route-1","command":"set_model","success":false,"error":"Model not found: fake/nope"}"#
+        ),
+        vec![Output::Switched(Err("Model not found: fake/nope".into()))]
+    );
+    let wire = Sent::SetModel {
+        provider: "fake".into(),
+        id: "fake-model".into(),
+    };
+    assert_eq!(
+        String::from_utf8(wire.command("c9").to_line().unwrap()).unwrap(),
+        "{\"type\":\"set_model\",\"id\":\"c9\",\"provider\":\"fake\",\"modelId\":\"fake-model\"}\n"
     );
 }
 

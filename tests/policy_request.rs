@@ -363,3 +363,46 @@ proptest! {
         let _ = parse_subagent(&input);
     }
 }
+
+/// `reason` [002 Action contract]: non-blank text of at most 200 characters, on native and
+/// compatibility tasks; whether the task may carry one is policy's (logical models only).
+#[test]
+fn reason_rules_name_the_field() {
+    let table: [(Value, &str); 5] = [
+        (
+            json!({"tasks": [{"assignment": "a", "profile": "scout", "model": "luna-6", "reason": ""}]}),
+            "$.tasks[0].reason = \"\": must contain non-whitespace text",
+        ),
+        (
+            json!({"assignment": "a", "profile": "scout", "model": "luna-6", "reason": "\n "}),
+            "$.reason = \"\\n \": must contain non-whitespace text",
+        ),
+        (
+            json!({"assignment": "a", "profile": "scout", "model": "luna-6", "reason": ["x"]}),
+            "$.reason = [\"x\"]: must be a string",
+        ),
+        (
+            json!({"tasks": [{"assignment": "a", "profile": "scout"}, {"assignment": "b", "profile": "scout", "model": "luna-6", "reason": "r".repeat(201)}]}),
+            "$.tasks[1].reason = ",
+        ),
+        (
+            json!({"tasks": [{"assignment": "a", "profile": "scout", "model": "luna-6", "reason": "r".repeat(250)}]}),
+            "at most 200 characters (this one has 250)",
+        ),
+    ];
+    for (input, want) in table {
+        let p = problems(&input);
+        assert!(p.iter().any(|x| x.contains(want)), "want {want:?} in {p:?}");
+    }
+    let p =
+        compat_problems(&json!({"agent": "scout", "task": "t", "model": "luna-6", "reason": " "}));
+    assert!(p.iter().any(|x| x.starts_with("$.reason")), "{p:?}");
+    let ok = parse_delegate_task(
+        &json!({"assignment": "a", "profile": "scout", "model": "luna-6", "reason": "ü".repeat(200)}),
+    )
+    .unwrap();
+    assert_eq!(
+        ok.tasks[0].reason.as_deref().map(|r| r.chars().count()),
+        Some(200)
+    );
+}

@@ -98,6 +98,7 @@ fn resolve_json(
         offered: &offered,
         models,
         fs: &RealFs,
+        routing: None,
     };
     resolve_call(&call, &ctx).map_err(|p: Vec<Problem>| p.iter().map(ToString::to_string).collect())
 }

@@ -11,7 +11,9 @@ use serde_json::Value;
 
 use crate::cli::Printer;
 use crate::cli::profiles::report_problems;
+use crate::config::routing::load_routing;
 use crate::config::{Loaded, load};
+use crate::control::session_routing::SessionRouting;
 use crate::core::ModelSelection;
 use crate::policy::Problem;
 use crate::policy::capabilities::{OfferedTool, pi_offered_tools};
@@ -49,6 +51,8 @@ pub struct Embedded {
     pub offered: Vec<OfferedTool>,
     pub root_id: uuid::Uuid,
     pub delegation_dir: PathBuf,
+    /// The session's routing policy, admission order and remembered providers.
+    pub routing: Arc<SessionRouting>,
 }
 
 /// Shut the runtime down and wait for it.
@@ -73,6 +77,13 @@ impl Embedded {
                 return None;
             }
         };
+        // Routing problems do not stop the session: they block logical work, which names
+        // them and points to `slate effective`; exact selections keep working.
+        let routing = SessionRouting::new(
+            load_routing(&cwd, args.approve)
+                .ok()
+                .map(|loaded| loaded.report),
+        );
         let parent = match root_model(&loaded, args.model.as_deref()) {
             Ok(model) => model,
             Err(problem) => {
@@ -147,6 +158,7 @@ impl Embedded {
             offered: pi_offered_tools(),
             root_id,
             delegation_dir,
+            routing,
         })
     }
 }

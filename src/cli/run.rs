@@ -62,15 +62,19 @@ async fn run_async(printer: &Printer, args: &RunArgs) -> ExitCode {
     let loaded = &embedded.loaded;
     let models = &embedded.models;
     let offered = &embedded.offered;
-    let ctx = ResolveContext {
-        profiles: &loaded.profiles,
-        root_cwd: &loaded.cwd,
-        delegator: None,
-        offered,
-        models,
-        fs: &RealFs,
-    };
-    let tasks = match resolve_call(&call, &ctx) {
+    let resolved = embedded.routing.with_context(call.tasks.len(), |routing| {
+        let ctx = ResolveContext {
+            profiles: &loaded.profiles,
+            root_cwd: &loaded.cwd,
+            delegator: None,
+            offered,
+            models,
+            fs: &RealFs,
+            routing,
+        };
+        resolve_call(&call, &ctx)
+    });
+    let tasks = match resolved {
         Ok(tasks) => tasks,
         Err(problems) => {
             report_problems(printer, "the request was refused by policy", &problems);

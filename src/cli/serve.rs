@@ -43,9 +43,10 @@ async fn serve(printer: &Printer, args: &EmbedArgs) -> ExitCode {
         models,
         offered,
         root_id,
+        routing,
         delegation_dir,
     } = embedded;
-    let service = Arc::new(Service::new(rt.clone(), loaded, models, offered));
+    let service = Arc::new(Service::new(rt.clone(), loaded, models, offered).with_routing(routing));
     if printer.json() {
         printer.value(&serde_json::json!({
             "parentId": root_id,

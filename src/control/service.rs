@@ -3,6 +3,7 @@
 //! other surface.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
@@ -10,6 +11,7 @@ use tokio::sync::broadcast;
 use crate::config::{Loaded, ProfilesView};
 use crate::control::protocol::{ControlError, Payload};
 use crate::control::server::{BoxFuture, Handler, Session};
+use crate::control::session_routing::SessionRouting;
 use crate::control::summary::{FleetSummary, SummaryRow};
 use crate::core::{
     ChildRef, Input, MessageId, MessageMode, Party, Refusal, Renewal, Reply, RequestId,
@@ -50,6 +52,7 @@ pub struct Service {
     models: ModelContext,
     offered: Vec<OfferedTool>,
     events: broadcast::Sender<Value>,
+    routing: Option<Arc<SessionRouting>>,
 }
 
 impl Service {
@@ -91,7 +94,17 @@ impl Service {
             models,
             offered,
             events,
+            routing: None,
         }
+    }
+
+    /// Resolve logical-model tasks against `routing` and publish remembered providers from
+    /// this runtime's finished generations.
+    #[must_use]
+    pub fn with_routing(mut self, routing: Arc<SessionRouting>) -> Self {
+        routing.watch(&self.rt);
+        self.routing = Some(routing);
+        self
     }
 
     async fn core(
@@ -265,15 +278,23 @@ impl Service {
     }
 
     fn resolve(&self, call: &DelegateCall) -> Result<Vec<crate::core::TaskSpec>, ControlError> {
-        let ctx = ResolveContext {
-            profiles: &self.loaded.profiles,
-            root_cwd: &self.loaded.cwd,
-            delegator: None,
-            offered: &self.offered,
-            models: &self.models,
-            fs: &RealFs,
+        let resolve = |routing: Option<crate::policy::logical::LogicalContext<'_>>| {
+            let ctx = ResolveContext {
+                profiles: &self.loaded.profiles,
+                root_cwd: &self.loaded.cwd,
+                delegator: None,
+                offered: &self.offered,
+                models: &self.models,
+                fs: &RealFs,
+                routing,
+            };
+            resolve_call(call, &ctx)
         };
-        resolve_call(call, &ctx).map_err(|problems| ControlError::from(Problems(problems)))
+        match &self.routing {
+            Some(routing) => routing.with_context(call.tasks.len(), resolve),
+            None => resolve(None),
+        }
+        .map_err(|problems| ControlError::from(Problems(problems)))
     }
 
     /// `{request, background?}`: native `delegate_task` or compatibility `subagent` launch.

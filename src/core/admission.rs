@@ -11,7 +11,9 @@ use crate::core::input::TimerKey;
 use crate::core::lifecycle::Status;
 use crate::core::refusal::Refusal;
 use crate::core::registry::{Generation, Identity, WorkerState};
-use crate::core::snapshot::{ChildSnapshot, StructuredOutcome, Telemetry, Validation, Window};
+use crate::core::snapshot::{
+    ChildSnapshot, LogicalSnapshot, StructuredOutcome, Telemetry, Validation, Window,
+};
 use crate::core::task::{LimitOverrides, Limits, TaskSpec, is_nonblank};
 
 impl Coordinator {
@@ -335,6 +337,26 @@ impl Coordinator {
                 .as_ref()
                 .map(|m| format!("{}/{}", m.provider, m.id)),
             effort: spec.model.as_ref().and_then(|m| m.effort.clone()),
+            requested_model: spec
+                .model
+                .as_ref()
+                .map(|m| format!("{}/{}", m.provider, m.id)),
+            requested_effort: spec.model.as_ref().and_then(|m| m.effort.clone()),
+            logical: spec.logical.as_ref().map(|l| LogicalSnapshot {
+                model: l.model.clone(),
+                reason: l.reason.clone(),
+                admission: l.admission,
+                route_model: l
+                    .routes
+                    .first()
+                    .map_or_else(|| l.model.clone(), |r| r.logical.clone()),
+                route_provider: l
+                    .routes
+                    .first()
+                    .map(|r| r.selection.provider.clone())
+                    .unwrap_or_default(),
+                switches: 0,
+            }),
             prewalk: spec.prewalk.clone(),
             telemetry: Telemetry {
                 requests: Some(0),

@@ -366,6 +366,7 @@ fn intersect_grants(previous: &TaskSpec, renewal: Renewal) -> TaskSpec {
         role_prompt: previous.role_prompt.clone(),
         cwd: previous.cwd.clone(),
         model: previous.model.clone(),
+        logical: previous.logical.clone(),
         models: previous.models.clone(),
         tools: keep(&previous.tools, &renewal.tools),
         leaf_tools: keep(&previous.leaf_tools, &renewal.leaf_tools),

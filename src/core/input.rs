@@ -146,6 +146,14 @@ pub enum WorkerEvent {
     Progress(String),
     /// Context usage, as reported.
     Context(ContextUsage),
+    /// Recovery switched the worker to another route of its logical action and the worker
+    /// accepted it (`set_model`, and `set_thinking_level` when the effort changed).
+    RouteAccepted {
+        logical: String,
+        provider: String,
+        id: String,
+        effort: Option<String>,
+    },
     /// The worker started retrying a failed request (`Some`), or stopped (`None`).
     Retry(Option<Retry>),
     /// A `steer`/`follow_up` was accepted by the worker (`queued`).

@@ -108,6 +108,25 @@ pub struct Window {
     pub deadline_at: Millis,
 }
 
+/// The logical action of a generation: what was asked for and which logical model the latest
+/// accepted route serves.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LogicalSnapshot {
+    /// The logical model the task named.
+    pub model: String,
+    pub reason: String,
+    /// Admission order in the session (preference freshness).
+    pub admission: u64,
+    /// The logical model of the latest accepted route (differs from `model` after recovery
+    /// moved to another logical model).
+    pub route_model: String,
+    /// The provider of the latest accepted route (what a success publishes).
+    pub route_provider: String,
+    /// Route switches made by recovery so far.
+    pub switches: u32,
+}
+
 /// A detached, immutable view of one generation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -127,8 +146,17 @@ pub struct ChildSnapshot {
     pub progress: Option<String>,
     /// Final assistant text (trimmed), once the prompt resolved.
     pub result: Option<String>,
+    /// The latest accepted route, `provider/id` (recovery can change it).
     pub model: Option<String>,
     pub effort: Option<String>,
+    /// The initial physical pair, before any failover.
+    #[serde(default)]
+    pub requested_model: Option<String>,
+    #[serde(default)]
+    pub requested_effort: Option<String>,
+    /// The logical action, when the task named a logical model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logical: Option<LogicalSnapshot>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prewalk: Option<Prewalk>,
     pub telemetry: Telemetry,

@@ -137,6 +137,30 @@ pub struct ModelSelection {
     pub effort: Option<String>,
 }
 
+/// One physical route of a logical action: the logical model it belongs to and the exact
+/// provider, Pi model id and fixed effort it runs with.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlannedRoute {
+    /// The logical model this route serves (recovery can move to another logical model).
+    pub logical: String,
+    #[serde(flatten)]
+    pub selection: ModelSelection,
+}
+
+/// A task that named a logical model (spec 002 "Action contract"). `routes[0]` is the first
+/// route (the task's `model`); the rest is the pure recovery order after it, computed at
+/// admission from the routing policy and the session's remembered providers.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LogicalAction {
+    pub model: String,
+    pub reason: String,
+    /// Admission order of the action in its session (preference freshness).
+    pub admission: u64,
+    pub routes: Vec<PlannedRoute>,
+}
+
 /// One-way prewalk state recorded on a snapshot.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -217,6 +241,10 @@ pub struct TaskSpec {
     pub cwd: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<ModelSelection>,
+    /// A logical-model action: its name, reason and route plan (`None`: an exact selection,
+    /// which never falls back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logical: Option<LogicalAction>,
     /// The admitted `models` allowlist children of this task are bounded by (`None`:
     /// unrestricted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -254,6 +282,7 @@ impl TaskSpec {
             role_prompt: String::new(),
             cwd: cwd.into(),
             model: None,
+            logical: None,
             models: None,
             tools,
             leaf_tools: Vec::new(),

@@ -52,6 +52,32 @@ impl Coordinator {
             }
             WorkerEvent::Context(usage) => self.gen_mut(r).snap.telemetry.context = Some(usage),
             WorkerEvent::Retry(retry) => self.gen_mut(r).snap.retry = retry,
+            WorkerEvent::RouteAccepted {
+                logical,
+                provider,
+                id,
+                effort,
+            } => {
+                let g = self.gen_mut(r);
+                // A resumed window continues on the latest accepted route, not the first.
+                g.spec.model = Some(crate::core::task::ModelSelection {
+                    provider: provider.clone(),
+                    id: id.clone(),
+                    effort: effort.clone(),
+                });
+                let snap = &mut g.snap;
+                snap.activity = Some(clip_owned(
+                    format!("recovery: switched to {logical} via {provider}/{id}"),
+                    ACTIVITY_CHARS,
+                ));
+                snap.model = Some(format!("{provider}/{id}"));
+                snap.effort = effort;
+                if let Some(action) = snap.logical.as_mut() {
+                    action.route_model = logical;
+                    action.route_provider = provider;
+                    action.switches = action.switches.saturating_add(1);
+                }
+            }
             WorkerEvent::MessageQueued { message } => {
                 self.advance_receipt(r, message, ReceiptStatus::Queued, None);
             }

@@ -27,8 +27,12 @@ pub struct TaskRequest {
     pub path: String,
     pub source: TaskSource,
     pub profile: Role,
-    /// Exact selection object or `provider/id[:effort]`, resolved by `policy::model`.
+    /// Exact selection object or `provider/id[:effort]`, resolved by `policy::model`, or a
+    /// logical model name (no `/`), resolved by `policy::logical`.
     pub model: Option<Value>,
+    /// Why the logical model fits (non-blank, at most [`MAX_REASON_CHARS`] characters);
+    /// only a logical model takes one.
+    pub reason: Option<String>,
     pub models: Option<Value>,
     /// `None` inherits; `Some([])` removes.
     pub spawn: Option<Vec<Role>>,
@@ -63,11 +67,12 @@ pub enum SubagentRequest {
     },
 }
 
-const NATIVE_TASK_KEYS: [&str; 10] = [
+const NATIVE_TASK_KEYS: [&str; 11] = [
     "assignment",
     "taskFile",
     "profile",
     "model",
+    "reason",
     "models",
     "spawn",
     "coordination",
@@ -75,6 +80,9 @@ const NATIVE_TASK_KEYS: [&str; 10] = [
     "cwd",
     "resultSchema",
 ];
+
+/// The longest `reason` a logical-model task may give, in characters (spec 002).
+pub const MAX_REASON_CHARS: usize = 200;
 
 /// Largest integer JSON numbers carry exactly (`Number.MAX_SAFE_INTEGER`).
 pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
@@ -154,6 +162,7 @@ fn native_task(item: &Value, path: &str, problems: &mut Vec<Problem>) -> Option<
         source: source.unwrap_or(TaskSource::Assignment(String::new())),
         profile: profile.unwrap_or(Role::Scout),
         model: object.get("model").cloned(),
+        reason: reason(object, path, problems),
         models: object.get("models").cloned(),
         spawn: optional_list(object, path, "spawn", problems, |v, p, probs| {
             role(Some(v), p, probs)
@@ -205,6 +214,38 @@ fn task_source(
                 Problem::new(key(path, "taskFile"), "must be a non-empty relative path")
                     .json(other),
             );
+            None
+        }
+    }
+}
+
+/// `reason`: a string with non-whitespace text of at most [`MAX_REASON_CHARS`] characters.
+/// Whether the task may carry one at all (only with a logical model) is decided by policy.
+fn reason(object: &Map<String, Value>, path: &str, problems: &mut Vec<Problem>) -> Option<String> {
+    let at = key(path, "reason");
+    match object.get("reason")? {
+        Value::String(text) if !is_nonblank(text) => {
+            problems.push(
+                Problem::new(at, "must contain non-whitespace text").value(format!("{text:?}")),
+            );
+            None
+        }
+        Value::String(text) if text.chars().count() > MAX_REASON_CHARS => {
+            problems.push(
+                Problem::new(
+                    at,
+                    format!(
+                        "at most {MAX_REASON_CHARS} characters (this one has {})",
+                        text.chars().count()
+                    ),
+                )
+                .value(format!("{text:?}")),
+            );
+            None
+        }
+        Value::String(text) => Some(text.clone()),
+        other => {
+            problems.push(Problem::new(at, "must be a string").json(other));
             None
         }
     }
@@ -444,7 +485,7 @@ fn compat_task(item: &Value, path: &str, problems: &mut Vec<Problem>) -> Option<
     reject_unknown(
         object,
         path,
-        &["agent", "task", "cwd", "model", "limits"],
+        &["agent", "task", "cwd", "model", "reason", "limits"],
         problems,
     );
     let profile = role(object.get("agent"), &key(path, "agent"), problems);
@@ -463,6 +504,7 @@ fn compat_task(item: &Value, path: &str, problems: &mut Vec<Problem>) -> Option<
         source: TaskSource::Assignment(text.unwrap_or_default()),
         profile: profile.unwrap_or(Role::Scout),
         model: object.get("model").cloned(),
+        reason: reason(object, path, problems),
         models: None,
         spawn: None,
         coordination: None,

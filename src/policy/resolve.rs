@@ -7,9 +7,12 @@
 use std::path::Path;
 
 use crate::core::BuiltinTool;
-use crate::core::task::{CoordinationAction, Role, TaskSpec};
+use crate::core::task::{CoordinationAction, LogicalAction, ModelSelection, Role, TaskSpec};
 use crate::policy::capabilities::{OfferedTool, effective};
 use crate::policy::fs_view::FsView;
+use crate::policy::logical::{
+    LogicalContext, LogicalTask, logical_name, resolve_logical, stray_reason,
+};
 use crate::policy::model::{ModelContext, resolve_model_policy};
 use crate::policy::problem::{Problem, index, key};
 use crate::policy::profiles::ResolvedProfiles;
@@ -39,6 +42,8 @@ pub struct ResolveContext<'a> {
     /// Model selection context (the delegator's model for nested calls).
     pub models: &'a ModelContext,
     pub fs: &'a dyn FsView,
+    /// Routing for logical-model tasks (`None`: logical models are refused here).
+    pub routing: Option<LogicalContext<'a>>,
 }
 
 /// Resolve every task of `call`, in order.
@@ -48,8 +53,8 @@ pub fn resolve_call(
 ) -> Result<Vec<TaskSpec>, Vec<Problem>> {
     let mut problems = Vec::new();
     let mut specs = Vec::with_capacity(call.tasks.len());
-    for task in &call.tasks {
-        match resolve_task(task, ctx) {
+    for (i, task) in call.tasks.iter().enumerate() {
+        match resolve_task(task, i, ctx) {
             Ok(spec) => specs.push(spec),
             Err(found) => problems.extend(found),
         }
@@ -65,7 +70,11 @@ pub fn resolve_call(
     clippy::too_many_lines,
     reason = "one step per policy paragraph, in order"
 )]
-fn resolve_task(task: &TaskRequest, ctx: &ResolveContext<'_>) -> Result<TaskSpec, Vec<Problem>> {
+fn resolve_task(
+    task: &TaskRequest,
+    index_in_call: usize,
+    ctx: &ResolveContext<'_>,
+) -> Result<TaskSpec, Vec<Problem>> {
     let mut problems = Vec::new();
     let path = task.path.as_str();
     let profile = ctx.profiles.profile(task.profile);
@@ -128,7 +137,7 @@ fn resolve_task(task: &TaskRequest, ctx: &ResolveContext<'_>) -> Result<TaskSpec
             .ok()
     });
 
-    let model = resolve_model_policy(task.model.as_ref(), task.models.as_ref(), ctx.models, path)
+    let model = resolve_selection(task, index_in_call, ctx)
         .map_err(|found| problems.extend(found))
         .ok();
 
@@ -158,7 +167,8 @@ fn resolve_task(task: &TaskRequest, ctx: &ResolveContext<'_>) -> Result<TaskSpec
         );
     }
 
-    let (Some(cwd), Some(assignment), Some(model)) = (cwd, assignment, model) else {
+    let (Some(cwd), Some(assignment), Some((model, allowlist, logical))) = (cwd, assignment, model)
+    else {
         return Err(problems);
     };
     if !problems.is_empty() {
@@ -169,8 +179,9 @@ fn resolve_task(task: &TaskRequest, ctx: &ResolveContext<'_>) -> Result<TaskSpec
         profile: task.profile,
         role_prompt: profile.prompt.clone(),
         cwd: cwd.to_string_lossy().into_owned(),
-        model: Some(model.selection),
-        models: model.allowlist,
+        model: Some(model),
+        logical,
+        models: allowlist,
         tools: caps.tools,
         leaf_tools: caps.leaf_tools,
         skills: profile.skills.clone(),
@@ -181,6 +192,49 @@ fn resolve_task(task: &TaskRequest, ctx: &ResolveContext<'_>) -> Result<TaskSpec
         capability_denials: caps.denials,
         prewalk: None,
     })
+}
+
+/// The task's model: a logical model (with its action), or an exact selection resolved by
+/// `policy::model` (with the child's allowlist).
+type Selected = (
+    ModelSelection,
+    Option<Vec<ModelSelection>>,
+    Option<LogicalAction>,
+);
+
+fn resolve_selection(
+    task: &TaskRequest,
+    index_in_call: usize,
+    ctx: &ResolveContext<'_>,
+) -> Result<Selected, Vec<Problem>> {
+    if let Some(name) = logical_name(task.model.as_ref()) {
+        let logical = LogicalTask {
+            path: &task.path,
+            name,
+            reason: task.reason.as_deref(),
+            has_models: task.models.is_some(),
+            parent_restricted: ctx.models.parent_allowlist.is_some(),
+            index: index_in_call,
+        };
+        return resolve_logical(&logical, ctx.routing.as_ref())
+            .map(|r| (r.selection, None, Some(r.action)));
+    }
+    let exact = resolve_model_policy(
+        task.model.as_ref(),
+        task.models.as_ref(),
+        ctx.models,
+        &task.path,
+    );
+    match (exact, task.reason.is_some()) {
+        (Ok(resolved), false) => Ok((resolved.selection, resolved.allowlist, None)),
+        (Ok(_), true) => Err(vec![stray_reason(&task.path)]),
+        (Err(mut found), stray) => {
+            if stray {
+                found.push(stray_reason(&task.path));
+            }
+            Err(found)
+        }
+    }
 }
 
 /// A request list may only narrow the profile's grant; absent inherits it.

@@ -4,5 +4,6 @@ pub mod args;
 pub mod mapper;
 pub mod process;
 pub mod protocol;
+pub mod recovery;
 
 pub use process::{PiBackend, PiCommand};

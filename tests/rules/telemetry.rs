@@ -136,3 +136,71 @@ fn no_subtree_total_is_synthesized() {
     assert_eq!(child.requests, Some(2));
     assert_eq!(child.cost, Some(2.0));
 }
+
+/// [002 Action contract] `requestedModel`/`requestedEffort` stay the initial pair; `model` and
+/// `effort` follow the latest accepted route; the logical action records which route serves it.
+#[test]
+fn a_route_switch_changes_model_and_effort_but_never_the_requested_pair() {
+    use slate::core::{LogicalAction, ModelSelection, PlannedRoute};
+    let selection = |provider: &str, id: &str, effort: &str| ModelSelection {
+        provider: provider.into(),
+        id: id.into(),
+        effort: Some(effort.into()),
+    };
+    let mut spec = scout("a");
+    spec.model = Some(selection("alpha", "x", "high"));
+    spec.logical = Some(LogicalAction {
+        model: "m".into(),
+        reason: "fits".into(),
+        admission: 4,
+        routes: vec![
+            PlannedRoute {
+                logical: "m".into(),
+                selection: selection("alpha", "x", "high"),
+            },
+            PlannedRoute {
+                logical: "n".into(),
+                selection: selection("beta", "y", "low"),
+            },
+        ],
+    });
+    let mut h = Harness::new();
+    let a = h.running(spec);
+    let s = h.snap(a);
+    assert_eq!(
+        (s.requested_model.as_deref(), s.model.as_deref()),
+        (Some("alpha/x"), Some("alpha/x"))
+    );
+    h.event(
+        a,
+        WorkerEvent::RouteAccepted {
+            logical: "n".into(),
+            provider: "beta".into(),
+            id: "y".into(),
+            effort: Some("low".into()),
+        },
+    );
+    let s = h.snap(a);
+    assert_eq!(
+        (s.requested_model.as_deref(), s.requested_effort.as_deref()),
+        (Some("alpha/x"), Some("high"))
+    );
+    assert_eq!(
+        (s.model.as_deref(), s.effort.as_deref()),
+        (Some("beta/y"), Some("low"))
+    );
+    let action = s.logical.unwrap();
+    assert_eq!(
+        (
+            action.model.as_str(),
+            action.route_model.as_str(),
+            action.route_provider.as_str(),
+            action.switches,
+            action.admission
+        ),
+        ("m", "n", "beta", 1, 4)
+    );
+    let json = serde_json::to_value(h.snap(a)).unwrap();
+    assert_eq!(json["requestedModel"], "alpha/x");
+    assert_eq!(json["logical"]["routeProvider"], "beta");
+}

@@ -26,6 +26,10 @@
 //! | none | `ACK: <first 60 chars of the user text>` |
 //! | request without `tools` | `SUMMARY: fake summary of <n> chars.` (pi's compaction/summary calls) |
 //!
+//! Whatever the scenario, a request for the model id **`fake-down`** that carries a tool result
+//! (a `tool` message anywhere in the history) is answered with HTTP 500 (Rust only): a route
+//! that works until a tool completed and then fails, for recovery tests.
+//!
 //! Also `GET /_health`, `GET /v1/models` and `POST /_reset` (clears the `FLAKY` counters), as in
 //! the Python server.
 //!
@@ -934,7 +938,14 @@ impl Conn<'_> {
         };
         let has_tools = logged.has_tools();
         lock(&self.shared.requests).push(logged);
-        if has_tools {
+        let has_tool_result = ctx
+            .messages
+            .iter()
+            .any(|m| m.get("role").and_then(Value::as_str) == Some("tool"));
+        if ctx.model == "fake-down" && has_tool_result {
+            let e = ErrorBody::new("fake route down", Some("server_error"));
+            self.send_json(500, &e, &[])
+        } else if has_tools {
             self.dispatch(&ctx)
         } else {
             // pi's compaction / branch-summary calls carry no tools: always a plain summary.

@@ -75,6 +75,15 @@ pub enum Sent {
     Abort,
     GetState,
     GetSessionStats,
+    /// Recovery's route switch: `set_model{provider, modelId}`.
+    SetModel {
+        provider: String,
+        id: String,
+    },
+    /// Recovery's effort switch: `set_thinking_level{level}`.
+    SetThinkingLevel {
+        level: String,
+    },
 }
 
 impl Sent {
@@ -87,6 +96,15 @@ impl Sent {
             Sent::Abort => Command::Abort { id },
             Sent::GetState => Command::GetState { id },
             Sent::GetSessionStats => Command::GetSessionStats { id },
+            Sent::SetModel {
+                provider,
+                id: model,
+            } => Command::SetModel {
+                id,
+                provider,
+                model_id: model,
+            },
+            Sent::SetThinkingLevel { level } => Command::SetThinkingLevel { id, level },
         }
     }
 }
@@ -98,11 +116,15 @@ pub enum Output {
     Event(WorkerEvent),
     /// pi's session file (from `get_state`); it may not exist yet.
     SessionFile(String),
-    /// `agent_settled`: pi will do nothing more on its own.
+    /// `agent_settled`: pi will do nothing more on its own. `retries_ended` is false when a
+    /// retry had started and pi never reported its end (unknown exhaustion).
     Settled {
         error: Option<String>,
         aborted: bool,
+        retries_ended: bool,
     },
+    /// The response to a recovery switch (`set_model` / `set_thinking_level`).
+    Switched(Result<(), String>),
     /// The `abort` response (after `agent_settled`).
     AbortAcknowledged,
     /// The `get_session_stats` response.
@@ -135,6 +157,7 @@ enum Awaiting {
     Abort,
     GetState,
     GetSessionStats,
+    Switch,
 }
 
 /// A prompt, steer or follow-up whose user message has not started yet.
@@ -160,6 +183,8 @@ pub struct PiMapper {
     echoes: VecDeque<Echo>,
     last_assistant: Option<LastAssistant>,
     retry_failure: Option<String>,
+    /// An `auto_retry_start` without its `auto_retry_end` yet.
+    retry_open: bool,
 }
 
 impl PiMapper {
@@ -181,6 +206,7 @@ impl PiMapper {
             Sent::Abort => (Awaiting::Abort, None),
             Sent::GetState => (Awaiting::GetState, None),
             Sent::GetSessionStats => (Awaiting::GetSessionStats, None),
+            Sent::SetModel { .. } | Sent::SetThinkingLevel { .. } => (Awaiting::Switch, None),
         };
         self.awaiting.insert(id.to_owned(), awaiting);
         if let Some((message, text)) = echo {
@@ -235,16 +261,20 @@ impl PiMapper {
                 name: tool.tool_name,
                 is_error: tool.is_error,
             })],
-            Record::AutoRetryStart(start) => vec![event(WorkerEvent::Retry(Some(Retry {
-                attempt: start.attempt,
-                max_attempts: start.max_attempts,
-                delay_ms: start.delay_ms,
-                rate_limited: start
-                    .error_message
-                    .as_deref()
-                    .is_some_and(|m| m.trim_start().starts_with("429")),
-            })))],
+            Record::AutoRetryStart(start) => {
+                self.retry_open = true;
+                vec![event(WorkerEvent::Retry(Some(Retry {
+                    attempt: start.attempt,
+                    max_attempts: start.max_attempts,
+                    delay_ms: start.delay_ms,
+                    rate_limited: start
+                        .error_message
+                        .as_deref()
+                        .is_some_and(|m| m.trim_start().starts_with("429")),
+                })))]
+            }
             Record::AutoRetryEnd(end) => {
+                self.retry_open = false;
                 self.retry_failure = (!end.success).then(|| {
                     end.final_error
                         .unwrap_or_else(|| "pi gave up retrying".to_owned())
@@ -258,7 +288,12 @@ impl PiMapper {
                     Some(LastAssistant::NotError) => None,
                     None => retry_failure,
                 };
-                vec![Output::Settled { error, aborted }]
+                let retries_ended = !std::mem::take(&mut self.retry_open);
+                vec![Output::Settled {
+                    error,
+                    aborted,
+                    retries_ended,
+                }]
             }
             Record::MessageEnd(_)
             | Record::AgentStart
@@ -361,6 +396,8 @@ impl PiMapper {
                     Err(e) => vec![data_evidence(response, &e)],
                 }
             }
+            Awaiting::Switch if response.success => vec![Output::Switched(Ok(()))],
+            Awaiting::Switch => vec![Output::Switched(Err(error_text(response)))],
             Awaiting::Abort | Awaiting::GetState | Awaiting::GetSessionStats => {
                 vec![response_error(response)]
             }

@@ -32,6 +32,7 @@ use crate::policy::version::parse_pi_version_output;
 use crate::runtime::backend::{EventSink, WorkerBackend, WorkerCommand, WorkerDirs};
 use crate::worker::pi::args::{arguments, is_slate_variable};
 use crate::worker::pi::mapper::{Output, PiMapper, Sent};
+use crate::worker::pi::recovery::{CONTINUATION, RouteRecovery, Step};
 
 /// Bytes of stderr kept per worker (the tail).
 const STDERR_KEEP: usize = 16 * 1024;
@@ -185,6 +186,10 @@ struct Driver {
     settling: Option<Settling>,
     settled: bool,
     pid: Option<u32>,
+    /// Route recovery of a logical-model task (`None`: exact selections never fall back).
+    recovery: Option<RouteRecovery>,
+    /// Slate asked for an abort: nothing recovers after that.
+    aborting: bool,
 }
 
 impl Driver {
@@ -210,7 +215,11 @@ impl Driver {
                     Sent::Prompt { text }
                     | Sent::Steer { text, .. }
                     | Sent::FollowUp { text, .. } => text.as_str(),
-                    Sent::Abort | Sent::GetState | Sent::GetSessionStats => "",
+                    Sent::Abort
+                    | Sent::GetState
+                    | Sent::GetSessionStats
+                    | Sent::SetModel { .. }
+                    | Sent::SetThinkingLevel { .. } => "",
                 };
                 let mut line = json!({"id": id, "type": kind, "message": text})
                     .to_string()
@@ -236,10 +245,26 @@ impl Driver {
                 self.emit(event);
             }
             Output::SessionFile(path) => self.ready(Some(path)),
-            Output::Settled { error, .. } => {
-                if !self.settled && self.settling.is_none() {
-                    self.settling = Some(Settling { error });
-                    self.send("stats-", Sent::GetSessionStats, None).await;
+            Output::Settled {
+                error,
+                aborted,
+                retries_ended,
+            } => {
+                if self.settled || self.settling.is_some() {
+                    return;
+                }
+                match (error, self.recovery.as_mut()) {
+                    (Some(error), Some(recovery)) if !self.aborting => {
+                        let step = recovery.on_failure(error, aborted, retries_ended);
+                        self.step(step).await;
+                    }
+                    (error, _) => self.begin_settle(error).await,
+                }
+            }
+            Output::Switched(result) => {
+                if let Some(recovery) = self.recovery.as_mut() {
+                    let step = recovery.on_switched(result);
+                    self.step(step).await;
                 }
             }
             Output::SessionStats(stats) => {
@@ -258,6 +283,38 @@ impl Driver {
             }
             Output::ResponseError { .. } | Output::AbortAcknowledged | Output::Evidence(_) => {}
         }
+    }
+
+    async fn begin_settle(&mut self, error: Option<String>) {
+        self.settling = Some(Settling { error });
+        self.send("stats-", Sent::GetSessionStats, None).await;
+    }
+
+    /// Carry out one step of route recovery.
+    async fn step(&mut self, step: Step) {
+        match step {
+            Step::Send(sent) => self.send("route-", sent, None).await,
+            Step::Continue(route) => {
+                self.emit(WorkerEvent::RouteAccepted {
+                    logical: route.logical,
+                    provider: route.selection.provider,
+                    id: route.selection.id,
+                    effort: route.selection.effort,
+                });
+                let text = CONTINUATION.to_owned();
+                self.send("prompt-", Sent::Prompt { text }, None).await;
+            }
+            Step::Settle(error) => self.begin_settle(Some(error)).await,
+        }
+    }
+
+    /// Slate aborts: no recovery from here on; a switch under way settles now.
+    async fn abort(&mut self) {
+        self.aborting = true;
+        if let Some(error) = self.recovery.as_mut().and_then(RouteRecovery::cancel) {
+            self.begin_settle(Some(error)).await;
+        }
+        self.send("abort-", Sent::Abort, None).await;
     }
 
     fn finish_settle(&mut self) {
@@ -339,6 +396,8 @@ async fn run_worker(
         settling: None,
         settled: false,
         pid: child.id(),
+        recovery: RouteRecovery::new(start.spec.logical.as_ref(), start.spec.model.as_ref()),
+        aborting: false,
     };
     driver.send("state-", Sent::GetState, None).await;
     let mut prompts = start.prompts.iter();
@@ -398,7 +457,13 @@ async fn run_worker(
                 }
             }
             command = commands.recv(), if commands_open => match command {
-                Some(WorkerCommand::Abort) => driver.send("abort-", Sent::Abort, None).await,
+                Some(WorkerCommand::Abort) => {
+                    driver.abort().await;
+                    // A recovery switch cancelled by the abort settles now.
+                    if driver.settling.is_some() && stats_deadline.is_none() {
+                        stats_deadline = Some(tokio::time::Instant::now() + STATS_WAIT);
+                    }
+                }
                 Some(WorkerCommand::Message { id, mode, text }) => {
                     let sent = match mode {
                         MessageMode::FollowUp => Sent::FollowUp { message: id, text },

@@ -72,12 +72,37 @@ pub use message::{Content, ContentBlock, Cost, Message, Role, StopReason, Usage}
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Command<'a> {
-    Prompt { id: &'a str, message: &'a str },
-    Steer { id: &'a str, message: &'a str },
-    FollowUp { id: &'a str, message: &'a str },
-    Abort { id: &'a str },
-    GetState { id: &'a str },
-    GetSessionStats { id: &'a str },
+    Prompt {
+        id: &'a str,
+        message: &'a str,
+    },
+    Steer {
+        id: &'a str,
+        message: &'a str,
+    },
+    FollowUp {
+        id: &'a str,
+        message: &'a str,
+    },
+    Abort {
+        id: &'a str,
+    },
+    GetState {
+        id: &'a str,
+    },
+    GetSessionStats {
+        id: &'a str,
+    },
+    SetModel {
+        id: &'a str,
+        provider: &'a str,
+        #[serde(rename = "modelId")]
+        model_id: &'a str,
+    },
+    SetThinkingLevel {
+        id: &'a str,
+        level: &'a str,
+    },
 }
 
 impl Command<'_> {
@@ -90,6 +115,8 @@ impl Command<'_> {
             Command::Abort { .. } => "abort",
             Command::GetState { .. } => "get_state",
             Command::GetSessionStats { .. } => "get_session_stats",
+            Command::SetModel { .. } => "set_model",
+            Command::SetThinkingLevel { .. } => "set_thinking_level",
         }
     }
 
