@@ -58,7 +58,15 @@ enum Escape {
     String,
 }
 
+/// Printable ASCII only: nothing to clean, one column per byte, one grapheme per byte.
+fn printable_ascii(text: &str) -> bool {
+    text.bytes().all(|b| (0x20..0x7f).contains(&b))
+}
+
 fn clean(raw: &str, keep_newlines: bool) -> String {
+    if printable_ascii(raw) {
+        return raw.to_owned();
+    }
     let mut out = String::with_capacity(raw.len());
     let mut chars = raw.chars().peekable();
     let mut column = 0usize;
@@ -144,6 +152,9 @@ fn clean(raw: &str, keep_newlines: bool) -> String {
 
 /// Display width in terminal columns (graphemes, East Asian wide characters count 2).
 pub fn width(text: &str) -> usize {
+    if printable_ascii(text) {
+        return text.len();
+    }
     unicode_width::UnicodeWidthStr::width(text)
 }
 
@@ -155,6 +166,12 @@ pub fn fit(text: &str, max: usize) -> String {
     }
     if max == 0 {
         return String::new();
+    }
+    if printable_ascii(text) {
+        let mut out = String::with_capacity(max + 2);
+        out.push_str(&text[..max - 1]);
+        out.push('…');
+        return out;
     }
     let mut out = String::new();
     let mut used = 0;
@@ -172,9 +189,10 @@ pub fn fit(text: &str, max: usize) -> String {
 
 /// `fit`, then pad with spaces to exactly `columns`.
 pub fn pad(text: &str, columns: usize) -> String {
-    let fitted = fit(text, columns);
+    let mut fitted = fit(text, columns);
     let w = width(&fitted);
-    format!("{fitted}{}", " ".repeat(columns.saturating_sub(w)))
+    fitted.extend(std::iter::repeat_n(' ', columns.saturating_sub(w)));
+    fitted
 }
 
 #[cfg(test)]
@@ -190,6 +208,11 @@ mod tests {
         assert_eq!(fit("abc", 0), "");
         assert_eq!(width(&pad("ab", 5)), 5);
         assert_eq!(width(&pad("日本語テキスト", 6)), 6);
+        // The printable-ASCII fast paths agree with the general ones.
+        assert_eq!(fit("abcdef", 1), "…");
+        assert_eq!(pad("abcdef", 4), "abc…");
+        assert_eq!(pad("ab", 4), "ab  ");
+        assert_eq!(SafeText::line("plain text 123").as_str(), "plain text 123");
     }
 
     #[test]

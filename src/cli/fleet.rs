@@ -212,7 +212,7 @@ pub fn snapshot_line(s: &Value) -> String {
 
 /// The fleet table (`status` without a target), from typed summary rows.
 pub fn fleet_table(fleet: &FleetSummary<'_>) -> String {
-    // Presence by identity, indexed once: a linear search per row is quadratic in the fleet.
+    // Presence comes with each row; older servers sent it in `agents` (indexed once).
     let presence: std::collections::HashMap<uuid::Uuid, Presence> =
         fleet.agents.iter().map(|a| (a.id, a.presence)).collect();
     let count = |status: Status| fleet.children.iter().filter(|c| c.status == status).count();
@@ -232,7 +232,10 @@ pub fn fleet_table(fleet: &FleetSummary<'_>) -> String {
     let now = crate::runtime::now_ms();
     for c in tree_order(&fleet.children) {
         row_line(&mut out, c, now);
-        let presence = presence.get(&c.id).map_or("", |p| p.as_str());
+        let presence = c
+            .presence
+            .or_else(|| presence.get(&c.id).copied())
+            .map_or("", Presence::as_str);
         let _ = writeln!(out, "  [{presence}]");
     }
     out

@@ -225,28 +225,23 @@ impl Service {
         }
         if p.0.get("summary").and_then(Value::as_bool) == Some(true) {
             // Only the table's fields leave the actor; the answer is written once, as text.
-            let (parent_id, children, agents, stats, policy) = self
+            let (parent_id, children, stats, policy) = self
                 .rt
                 .query(|c| {
-                    let mut agents = Vec::new();
                     let rows: Vec<SummaryRow<'static>> = c
                         .iter_current()
-                        .map(|(s, presence)| {
-                            agents.push(crate::core::AgentPresence {
-                                id: s.id,
-                                generation: s.generation,
-                                presence,
-                            });
-                            SummaryRow::of(s).into_owned()
+                        .map(|(s, presence)| SummaryRow {
+                            presence: Some(presence),
+                            ..SummaryRow::of(s).into_owned()
                         })
                         .collect();
-                    (c.root_id(), rows, agents, stats_json(c), *c.policy())
+                    (c.root_id(), rows, stats_json(c), *c.policy())
                 })
                 .await?;
             let fleet = FleetSummary {
                 parent_id,
                 children,
-                agents,
+                agents: Vec::new(),
                 stats,
                 policy: to_json(&policy)?,
             };

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::core::{AgentPresence, ChildSnapshot, Role, Status, clip_chars};
+use crate::core::{AgentPresence, ChildSnapshot, Presence, Role, Status, clip_chars};
 
 /// Long text in a row is clipped to this many characters (the table shows less).
 pub const SUMMARY_CHARS: usize = 120;
@@ -19,6 +19,8 @@ pub struct FleetSummary<'a> {
     pub parent_id: Uuid,
     #[serde(borrow)]
     pub children: Vec<SummaryRow<'a>>,
+    /// Empty in summary answers: each row carries its identity's presence instead.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agents: Vec<AgentPresence>,
     /// The coordinator's counters (`activePermits`, `queued`, `writer`, …), as in the full
     /// status answer.
@@ -52,6 +54,9 @@ pub struct SummaryRow<'a> {
     pub disposed: bool,
     pub created_at: u64,
     pub ended_at: Option<u64>,
+    /// The identity's presence (rows are current generations); absent in read-only history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub presence: Option<Presence>,
 }
 
 /// Direct usage of the generation; `null` means unavailable (never shown as zero).
@@ -89,6 +94,7 @@ impl<'a> SummaryRow<'a> {
             disposed: s.disposed,
             created_at: s.created_at,
             ended_at: s.ended_at,
+            presence: None,
         }
     }
 }
