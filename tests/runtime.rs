@@ -358,6 +358,26 @@ async fn steering_reaches_the_worker_with_real_receipt_states() {
         panic!("wait reply expected")
     };
     assert!(format!("{result:?}").contains("Delivered"), "{result:?}");
+    // Like pi, the worker's session records the delivered steer as a user message.
+    let transcript = rt
+        .snapshot(target)
+        .await
+        .unwrap()
+        .and_then(|s| s.transcript)
+        .unwrap();
+    let users: Vec<String> = std::fs::read_to_string(transcript)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["message"]["role"] == "user")
+        .map(|e| {
+            e["message"]["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(users, ["slow steer", "focus"]);
     rt.shutdown().await.unwrap();
     join.await.unwrap();
     let _ = std::fs::remove_dir_all(&dir);

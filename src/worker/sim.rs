@@ -148,8 +148,10 @@ impl SimWorker {
             tokio::select! {
                 () = tokio::time::sleep_until(deadline) => return None,
                 command = self.rx.recv() => match command {
-                    Some(WorkerCommand::Message { id, .. }) => {
+                    Some(WorkerCommand::Message { id, text, .. }) => {
                         self.emit(WorkerEvent::MessageQueued { message: id });
+                        // pi records a delivered steer or message as a user message.
+                        self.log.user(&text, crate::runtime::now_ms());
                         self.emit(WorkerEvent::MessageDelivered { message: id });
                     }
                     Some(WorkerCommand::Abort) => return Some(Interrupt::Abort),
