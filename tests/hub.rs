@@ -573,6 +573,44 @@ fn thread_opens_live_detaches_on_scroll_up_and_resumes_at_the_bottom() {
 }
 
 #[test]
+fn details_show_the_requested_pair_when_recovery_moved_the_route() {
+    let mut moved = snap(1, 1, Status::Running, "Recovered task");
+    moved.model = Some("fake/fake-model".into());
+    moved.effort = Some("off".into());
+    moved.requested_model = Some("fake-b/fake-down".into());
+    moved.requested_effort = Some("off".into());
+    moved.logical = Some(slate::core::snapshot::LogicalSnapshot {
+        model: "fake-test".into(),
+        reason: "cheap and fast".into(),
+        admission: 1,
+        route_model: "fake-test".into(),
+        route_provider: "fake".into(),
+        switches: 1,
+    });
+    let mut same = snap(2, 1, Status::Running, "Unmoved task");
+    same.model = Some("fake/fake-model".into());
+    same.requested_model = Some("fake/fake-model".into());
+    same.requested_effort.clone_from(&same.effort);
+    let mut rig = Rig::with(160, 40, vec![moved, same], Vec::new());
+    rig.key(KeyCode::Tab);
+    let screen = rig.screen();
+    assert!(
+        screen.contains("requested   fake-b/fake-down · effort off"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("route fake-test via fake, 1 switch(es)"),
+        "{screen}"
+    );
+    rig.key(KeyCode::Down);
+    let screen = rig.screen();
+    assert!(
+        !screen.contains("requested   "),
+        "same pair: no requested line\n{screen}"
+    );
+}
+
+#[test]
 fn details_and_tools_open_at_the_top_without_following() {
     let mut rig = Rig::new(120, 12);
     rig.answer_transcript(transcript());

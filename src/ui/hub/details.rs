@@ -87,6 +87,27 @@ pub fn lines(entry: &Entry, cx: &Context) -> Vec<Line> {
         (None, _) => "not reported".to_owned(),
     };
     field(&mut out, "model", &model);
+    // The initial pair stays visible when recovery moved the worker to another route.
+    if s.requested_model.is_some()
+        && (s.requested_model != s.model || s.requested_effort != s.effort)
+    {
+        let requested = match (&s.requested_model, &s.requested_effort) {
+            (Some(m), Some(e)) => format!("{m} · effort {e}"),
+            (Some(m), None) => m.clone(),
+            (None, _) => String::new(),
+        };
+        field(&mut out, "requested", &requested);
+    }
+    if let Some(l) = &s.logical {
+        field(
+            &mut out,
+            "logical",
+            &format!(
+                "{} (route {} via {}, {} switch(es)) · reason: {}",
+                l.model, l.route_model, l.route_provider, l.switches, l.reason
+            ),
+        );
+    }
     if let Some(p) = &s.prewalk {
         field(
             &mut out,
