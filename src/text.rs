@@ -187,6 +187,21 @@ pub fn fit(text: &str, max: usize) -> String {
     out
 }
 
+/// Appends untrusted one-line `raw` to `out`, cleaned like [`SafeText::line`] and fitted
+/// like [`fit`]; printable ASCII (the common case) is copied without intermediate strings.
+pub fn push_line_fit(out: &mut String, raw: &str, max: usize) {
+    if printable_ascii(raw) {
+        if raw.len() <= max {
+            out.push_str(raw);
+        } else if max > 0 {
+            out.push_str(&raw[..max - 1]);
+            out.push('…');
+        }
+        return;
+    }
+    out.push_str(&fit(&clean(raw, false), max));
+}
+
 /// `fit`, then pad with spaces to exactly `columns`.
 pub fn pad(text: &str, columns: usize) -> String {
     let mut fitted = fit(text, columns);
@@ -213,6 +228,21 @@ mod tests {
         assert_eq!(pad("abcdef", 4), "abc…");
         assert_eq!(pad("ab", 4), "ab  ");
         assert_eq!(SafeText::line("plain text 123").as_str(), "plain text 123");
+        for (raw, max) in [
+            ("abcdef", 4),
+            ("abc", 4),
+            ("abcdef", 0),
+            ("a\u{1b}[31mb日本語c", 4),
+            ("日本語テキスト", 7),
+        ] {
+            let mut pushed = String::from(">");
+            super::push_line_fit(&mut pushed, raw, max);
+            assert_eq!(
+                pushed,
+                format!(">{}", fit(SafeText::line(raw).as_str(), max)),
+                "{raw:?} {max}"
+            );
+        }
     }
 
     #[test]

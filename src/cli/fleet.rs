@@ -268,28 +268,53 @@ fn tree_order<'r, 'a>(rows: &'r [SummaryRow<'a>]) -> Vec<&'r SummaryRow<'a>> {
 
 /// One summary row, without a line end: the same columns as [`snapshot_line`].
 fn row_line(out: &mut String, c: &SummaryRow<'_>, now: u64) {
+    // Written straight into `out` (no string per cell): this runs for every row of the table.
     let t = &c.telemetry;
     for _ in 1..c.depth {
         out.push_str("  ");
     }
     let _ = write!(
         out,
-        "{}@{} {} {} {} req {} tok {} {} {:>6}{}  {}",
+        "{}@{} {:<14} {:<9} ",
         c.id,
         c.generation,
-        pad(c.profile.as_str(), 14),
-        pad(c.status.as_str(), 9),
-        fit(&SafeText::line(&c.assignment).into_string(), 36),
-        t.requests.map_or("—".to_owned(), |n| n.to_string()),
-        t.tokens.map_or("—".to_owned(), |n| n.total.to_string()),
-        t.cost.map_or("—".to_owned(), |c| format!("${c:.4}")),
-        elapsed(c.created_at, c.ended_at.unwrap_or(now)),
-        if c.writer_lease { " W" } else { "" },
-        fit(
-            &SafeText::line(c.activity.as_deref().unwrap_or_default()).into_string(),
-            40
-        ),
+        c.profile.as_str(),
+        c.status.as_str()
     );
+    let start = out.len();
+    crate::text::push_line_fit(out, &c.assignment, 36);
+    let written = crate::text::width(&out[start..]);
+    out.extend(std::iter::repeat_n(' ', 36usize.saturating_sub(written)));
+    out.push_str(" req ");
+    match t.requests {
+        Some(n) => {
+            let _ = write!(out, "{n}");
+        }
+        None => out.push('—'),
+    }
+    out.push_str(" tok ");
+    match t.tokens {
+        Some(n) => {
+            let _ = write!(out, "{}", n.total);
+        }
+        None => out.push('—'),
+    }
+    match t.cost {
+        Some(cost) => {
+            let _ = write!(out, " ${cost:.4} ");
+        }
+        None => out.push_str(" — "),
+    }
+    let _ = write!(
+        out,
+        "{:>6}",
+        elapsed(c.created_at, c.ended_at.unwrap_or(now))
+    );
+    if c.writer_lease {
+        out.push_str(" W");
+    }
+    out.push_str("  ");
+    crate::text::push_line_fit(out, c.activity.as_deref().unwrap_or_default(), 40);
 }
 
 /// Admission to disposal, or to now while it lasts.
