@@ -357,10 +357,22 @@ const PLAN: [(u64, Action); 7] = [
     (13_000, Action::Park),
 ];
 
-/// Drives the scenario against `rt`, reporting each step to `note` (the Hub shows these on
-/// its status line; `slate demo --script` prints them). Refusals are reported, not fatal:
-/// the fleet is real and the user may have stopped a target first.
-#[allow(clippy::too_many_lines, reason = "one arm per scripted action")]
+/// Builds one root request for the runtime (`RuntimeHandle::call`).
+type Request = Box<dyn FnOnce(crate::core::RequestId) -> Input + Send>;
+
+/// A root background admission of `tasks`.
+fn admit(tasks: Vec<TaskSpec>) -> Request {
+    Box::new(move |request| Input::Admit {
+        request,
+        actor: Party::Root,
+        tasks,
+        background: true,
+    })
+}
+
+/// Drives the scenario against `rt`, reporting each step to `note` (`slate demo --serve`
+/// prints them). Refusals are reported, not fatal: the fleet is real and the user may have
+/// stopped a target first.
 pub async fn drive(
     rt: RuntimeHandle,
     cwd: String,
@@ -371,25 +383,13 @@ pub async fn drive(
     for (at, action) in PLAN {
         tokio::time::sleep_until(started + Duration::from_millis(at)).await;
         let pick = |i: usize| first.get(i).copied();
-        let outcome = match action {
-            Action::FirstBatch => {
-                let tasks = first_batch(&cwd);
-                let reply = rt
-                    .call(move |request| Input::Admit {
-                        request,
-                        actor: Party::Root,
-                        tasks,
-                        background: true,
-                    })
-                    .await?;
-                if let Ok(Reply::Admitted { children, .. }) = &reply {
-                    first = children
-                        .iter()
-                        .map(crate::core::ChildSnapshot::child_ref)
-                        .collect();
-                }
-                describe("root delegates 8 tasks (8 permits)", reply)
-            }
+        // The first batch's identities are what the later steps act on.
+        let remember = matches!(action, Action::FirstBatch);
+        let (what, request): (&str, Request) = match action {
+            Action::FirstBatch => (
+                "root delegates 8 tasks (8 permits)",
+                admit(first_batch(&cwd)),
+            ),
             Action::Nested => {
                 let Some(parent) = pick(GENERAL) else {
                     continue;
@@ -403,25 +403,24 @@ pub async fn drive(
                     .delegate(Party::Child(parent), tasks)
                     .await?
                     .map(|fg| fg.admitted);
-                describe("the general delegates 2 nested scouts", reply)
+                note(describe("the general delegates 2 nested scouts", reply));
+                continue;
             }
             Action::Steer => {
                 let Some(target) = pick(WRITER) else { continue };
-                let reply = rt
-                    .call(move |request| Input::Steer {
+                (
+                    "root steers the writer: \"Keep the change minimal.\"",
+                    Box::new(move |request| Input::Steer {
                         request,
                         target,
                         text: "Keep the change minimal.".into(),
-                    })
-                    .await?;
-                describe(
-                    "root steers the writer: \"Keep the change minimal.\"",
-                    reply,
+                    }),
                 )
             }
-            Action::SecondBatch => {
-                // The writer goes last: it waits for the lease without holding the others up.
-                let tasks = vec![
+            // The writer goes last: it waits for the lease without holding the others up.
+            Action::SecondBatch => (
+                "root delegates 4 more: they queue behind capacity, the writer behind the lease",
+                admit(vec![
                     scout("Summarize the CLI docs", &cwd),
                     scout("Summarize the protocol docs", &cwd),
                     scout("Summarize the routing docs", &cwd),
@@ -430,56 +429,51 @@ pub async fn drive(
                         Role::Implementation,
                         &cwd,
                     ),
-                ];
-                let reply = rt
-                    .call(move |request| Input::Admit {
-                        request,
-                        actor: Party::Root,
-                        tasks,
-                        background: true,
-                    })
-                    .await?;
-                describe(
-                    "root delegates 4 more: they queue behind capacity, the writer behind the lease",
-                    reply,
-                )
-            }
+                ]),
+            ),
             Action::Resume => {
                 let Some(target) = pick(SURVEY) else { continue };
-                let reply = rt
-                    .call(move |request| Input::Resume {
+                (
+                    "root resumes the paused survey",
+                    Box::new(move |request| Input::Resume {
                         request,
                         actor: Party::Root,
                         target,
                         assignment: "Continue: list only the stale flags.".into(),
-                    })
-                    .await?;
-                describe("root resumes the paused survey", reply)
+                    }),
+                )
             }
             Action::Stop => {
                 let Some(target) = pick(COUNT) else { continue };
-                let reply = rt
-                    .call(move |request| Input::Stop {
+                (
+                    "root stops the TODO count",
+                    Box::new(move |request| Input::Stop {
                         request,
                         actor: Party::Root,
                         target,
-                    })
-                    .await?;
-                describe("root stops the TODO count", reply)
+                    }),
+                )
             }
             Action::Park => {
                 let Some(target) = pick(AUDIT) else { continue };
-                let reply = rt
-                    .call(move |request| Input::Park {
+                (
+                    "root parks the idle lockfile audit",
+                    Box::new(move |request| Input::Park {
                         request,
                         actor: Party::Root,
                         target,
-                    })
-                    .await?;
-                describe("root parks the idle lockfile audit", reply)
+                    }),
+                )
             }
         };
-        note(outcome);
+        let reply = rt.call(request).await?;
+        if remember && let Ok(Reply::Admitted { children, .. }) = &reply {
+            first = children
+                .iter()
+                .map(crate::core::ChildSnapshot::child_ref)
+                .collect();
+        }
+        note(describe(what, reply));
     }
     Ok(())
 }
