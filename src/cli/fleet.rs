@@ -9,7 +9,7 @@ use crate::cli::{ExitCode, Printer};
 use crate::control::summary::{FleetSummary, SummaryRow};
 use crate::control::{Client, ClientError, RuntimeDir, Selector, discovery};
 use crate::core::{ChildRef, Presence, Status};
-use crate::text::{SafeText, fit, pad};
+use crate::text::{SafeText, fit};
 
 /// Read a JSON document from a file, or standard input for `-`.
 pub fn read_json(path: &std::path::Path) -> Result<Value, String> {
@@ -174,40 +174,22 @@ fn text(v: &Value, key: &str) -> String {
         .unwrap_or_default()
 }
 
-/// One snapshot as a line.
+/// One snapshot as a line: the fleet table's columns, through the same row writer.
 pub fn snapshot_line(s: &Value) -> String {
-    let r = format!("{}@{}", text(s, "id"), s["generation"]);
-    let t = &s["telemetry"];
-    let tokens = t["tokens"]["total"]
-        .as_u64()
-        .map_or("—".to_owned(), |n| n.to_string());
-    let cost = t["cost"]
-        .as_f64()
-        .map_or("—".to_owned(), |c| format!("${c:.4}"));
-    let depth = usize::try_from(s["depth"].as_u64().unwrap_or(1)).unwrap_or(1);
-    let lease = if s["writerLease"].as_bool() == Some(true) {
-        " W"
-    } else {
-        ""
-    };
-    let elapsed = elapsed(
-        s["createdAt"].as_u64().unwrap_or(0),
-        s["endedAt"].as_u64().unwrap_or_else(crate::runtime::now_ms),
-    );
-    format!(
-        "{}{} {} {} {} req {} tok {} {} {:>6}{}  {}",
-        "  ".repeat(depth.saturating_sub(1)),
-        r,
-        pad(&text(s, "profile"), 14),
-        pad(&text(s, "status"), 9),
-        fit(&text(s, "assignment"), 36),
-        t["requests"].as_u64().unwrap_or(0),
-        tokens,
-        cost,
-        elapsed,
-        lease,
-        fit(&text(s, "activity"), 40),
-    )
+    use serde::Deserialize as _;
+    match crate::core::ChildSnapshot::deserialize(s) {
+        Ok(snapshot) => {
+            let mut out = String::new();
+            row_line(
+                &mut out,
+                &SummaryRow::of(&snapshot),
+                crate::runtime::now_ms(),
+            );
+            out
+        }
+        // Not a snapshot this version knows: show it whole, cleaned, rather than guess.
+        Err(_) => SafeText::line(&s.to_string()).into_string(),
+    }
 }
 
 /// The fleet table (`status` without a target), from typed summary rows.
