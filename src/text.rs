@@ -202,6 +202,30 @@ pub fn push_line_fit(out: &mut String, raw: &str, max: usize) {
     out.push_str(&fit(&clean(raw, false), max));
 }
 
+/// A count for a narrow column: `950`, `12.3k`, `4.1M`.
+pub fn compact_count(n: u64) -> String {
+    #[allow(clippy::cast_precision_loss, reason = "one decimal shown")]
+    let f = n as f64;
+    if n < 1000 {
+        n.to_string()
+    } else if n < 1_000_000 {
+        format!("{:.1}k", f / 1000.0)
+    } else {
+        format!("{:.1}M", f / 1_000_000.0)
+    }
+}
+
+/// An elapsed time: `4.2s`, `3m07s`, `2h05m`.
+pub fn elapsed_text(ms: u64) -> String {
+    if ms >= 3_600_000 {
+        format!("{}h{:02}m", ms / 3_600_000, ms % 3_600_000 / 60_000)
+    } else if ms >= 60_000 {
+        format!("{}m{:02}s", ms / 60_000, ms % 60_000 / 1000)
+    } else {
+        format!("{}.{}s", ms / 1000, ms % 1000 / 100)
+    }
+}
+
 /// `fit`, then pad with spaces to exactly `columns`.
 pub fn pad(text: &str, columns: usize) -> String {
     let mut fitted = fit(text, columns);
@@ -228,6 +252,14 @@ mod tests {
         assert_eq!(pad("abcdef", 4), "abc…");
         assert_eq!(pad("ab", 4), "ab  ");
         assert_eq!(SafeText::line("plain text 123").as_str(), "plain text 123");
+        assert_eq!(
+            [0, 999, 1000, 12_345, 4_100_000].map(super::compact_count),
+            ["0", "999", "1.0k", "12.3k", "4.1M"]
+        );
+        assert_eq!(
+            [850, 4_200, 187_000, 7_500_000].map(super::elapsed_text),
+            ["0.8s", "4.2s", "3m07s", "2h05m"]
+        );
         for (raw, max) in [
             ("abcdef", 4),
             ("abc", 4),

@@ -287,26 +287,14 @@ fn row_line(out: &mut String, c: &SummaryRow<'_>, now: u64) {
         }
         None => out.push_str(" — "),
     }
-    let _ = write!(
-        out,
-        "{:>6}",
-        elapsed(c.created_at, c.ended_at.unwrap_or(now))
-    );
+    // Admission to disposal, or to now while it lasts.
+    let elapsed = c.ended_at.unwrap_or(now).saturating_sub(c.created_at);
+    let _ = write!(out, "{:>6}", crate::text::elapsed_text(elapsed));
     if c.writer_lease {
         out.push_str(" W");
     }
     out.push_str("  ");
     crate::text::push_line_fit(out, c.activity.as_deref().unwrap_or_default(), 40);
-}
-
-/// Admission to disposal, or to now while it lasts.
-fn elapsed(created: u64, end: u64) -> String {
-    let ms = end.saturating_sub(created);
-    if ms >= 60_000 {
-        format!("{}m{:02}s", ms / 60_000, ms % 60_000 / 1000)
-    } else {
-        format!("{}.{}s", ms / 1000, ms % 1000 / 100)
-    }
 }
 
 /// `status` with a target: the snapshot, its generations and presence.

@@ -10,14 +10,7 @@ use crate::ui::theme;
 
 /// Admission to disposal, or to `now` while the generation lasts.
 pub fn elapsed(s: &ChildSnapshot, now: Millis) -> String {
-    let ms = s.ended_at.unwrap_or(now).saturating_sub(s.created_at);
-    if ms >= 3_600_000 {
-        format!("{}h{:02}m", ms / 3_600_000, ms % 3_600_000 / 60_000)
-    } else if ms >= 60_000 {
-        format!("{}m{:02}s", ms / 60_000, ms % 60_000 / 1000)
-    } else {
-        format!("{}.{}s", ms / 1000, ms % 1000 / 100)
-    }
+    crate::text::elapsed_text(s.ended_at.unwrap_or(now).saturating_sub(s.created_at))
 }
 
 fn glyph(status: Status) -> &'static str {
@@ -30,18 +23,6 @@ fn glyph(status: Status) -> &'static str {
         Status::Settled => "✓",
         Status::Failed => "✗",
         Status::Cancelled => "⊘",
-    }
-}
-
-fn compact(n: u64) -> String {
-    #[allow(clippy::cast_precision_loss, reason = "one decimal shown")]
-    let f = n as f64;
-    if n >= 1_000_000 {
-        format!("{:.1}M", f / 1_000_000.0)
-    } else if n >= 1000 {
-        format!("{:.1}k", f / 1000.0)
-    } else {
-        n.to_string()
     }
 }
 
@@ -58,7 +39,7 @@ pub fn stats(t: &Telemetry, tool_calls: u32) -> Vec<String> {
         n => out.push(format!("{n} tools")),
     }
     if let Some(tokens) = t.tokens {
-        out.push(format!("{} tok", compact(tokens.total)));
+        out.push(format!("{} tok", crate::text::compact_count(tokens.total)));
     }
     if let Some(cost) = t.cost {
         if cost < 1.0 {

@@ -18,18 +18,7 @@ pub fn duration(ms: Millis) -> String {
     }
 }
 
-/// `950`, `12.3k`, `4.1M`.
-pub fn count(n: u64) -> String {
-    #[allow(clippy::cast_precision_loss)]
-    let f = n as f64;
-    if n < 1000 {
-        n.to_string()
-    } else if n < 1_000_000 {
-        format!("{:.1}k", f / 1000.0)
-    } else {
-        format!("{:.1}M", f / 1_000_000.0)
-    }
-}
+pub use crate::text::compact_count as count;
 
 /// Elapsed: admission to disposal, or to `now` while the generation lasts.
 pub fn elapsed(s: &ChildSnapshot, now: Millis) -> Millis {
