@@ -194,9 +194,6 @@ pub fn snapshot_line(s: &Value) -> String {
 
 /// The fleet table (`status` without a target), from typed summary rows.
 pub fn fleet_table(fleet: &FleetSummary<'_>) -> String {
-    // Presence comes with each row; older servers sent it in `agents` (indexed once).
-    let presence: std::collections::HashMap<uuid::Uuid, Presence> =
-        fleet.agents.iter().map(|a| (a.id, a.presence)).collect();
     let count = |status: Status| fleet.children.iter().filter(|c| c.status == status).count();
     let mut out = String::with_capacity(160 * (fleet.children.len() + 1));
     let _ = writeln!(
@@ -214,10 +211,7 @@ pub fn fleet_table(fleet: &FleetSummary<'_>) -> String {
     let now = crate::runtime::now_ms();
     for c in tree_order(&fleet.children) {
         row_line(&mut out, c, now);
-        let presence = c
-            .presence
-            .or_else(|| presence.get(&c.id).copied())
-            .map_or("", Presence::as_str);
+        let presence = c.presence.map_or("", Presence::as_str);
         let _ = writeln!(out, "  [{presence}]");
     }
     out

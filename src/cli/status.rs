@@ -120,7 +120,6 @@ fn from_history(
         let fleet = FleetSummary {
             parent_id,
             children: selected.iter().map(|s| SummaryRow::of(s)).collect(),
-            agents: Vec::new(),
             stats: Value::Null,
             policy: Value::Null,
         };

@@ -241,7 +241,6 @@ impl Service {
             let fleet = FleetSummary {
                 parent_id,
                 children,
-                agents: Vec::new(),
                 stats,
                 policy: to_json(&policy)?,
             };

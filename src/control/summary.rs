@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::core::{AgentPresence, ChildSnapshot, Presence, Role, Status, clip_chars};
+use crate::core::{ChildSnapshot, Presence, Role, Status, clip_chars};
 
 /// Long text in a row is clipped to this many characters (the table shows less).
 pub const SUMMARY_CHARS: usize = 120;
@@ -19,9 +19,6 @@ pub struct FleetSummary<'a> {
     pub parent_id: Uuid,
     #[serde(borrow)]
     pub children: Vec<SummaryRow<'a>>,
-    /// Empty in summary answers: each row carries its identity's presence instead.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub agents: Vec<AgentPresence>,
     /// The coordinator's counters (`activePermits`, `queued`, `writer`, …), as in the full
     /// status answer.
     #[serde(default)]
@@ -36,9 +33,7 @@ pub struct FleetSummary<'a> {
 pub struct SummaryRow<'a> {
     pub id: Uuid,
     pub generation: u32,
-    /// The real parent: the root's id at depth 1. (Absent from older servers: rows are then
-    /// listed flat, in admission order.)
-    #[serde(default)]
+    /// The real parent: the root's id at depth 1.
     pub parent_id: Uuid,
     pub depth: u32,
     pub profile: Role,
