@@ -31,6 +31,30 @@ pub enum ExitCode {
     Usage = 2,
     /// No coordinator reachable.
     NoCoordinator = 3,
+    /// The coordinator is at its connection limit (`busy`); try again later.
+    Busy = 4,
+}
+
+impl ExitCode {
+    /// The one mapping from a control-socket failure to an exit code (and the stable code
+    /// shown in `--json` errors): a refusal is 1, a request this build got wrong is 2, no
+    /// coordinator is 3, a coordinator at capacity is 4.
+    pub fn of_client_error(error: &crate::control::ClientError) -> (Self, &str) {
+        use crate::control::protocol::codes;
+        match error.remote() {
+            Some(remote) if remote.code == codes::BUSY => (Self::Busy, codes::BUSY),
+            Some(remote)
+                if remote.code == codes::INVALID_REQUEST
+                    || remote.code == codes::UNKNOWN_METHOD
+                    || remote.code == codes::UNSUPPORTED_PROTOCOL =>
+            {
+                (Self::Usage, remote.code.as_str())
+            }
+            Some(remote) => (Self::Refused, remote.code.as_str()),
+            None if error.is_unreachable() => (Self::NoCoordinator, "no-coordinator"),
+            None => (Self::Usage, "protocol"),
+        }
+    }
 }
 
 #[derive(Debug, Parser)]

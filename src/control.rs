@@ -1,7 +1,9 @@
 //! The control plane's transport (DESIGN.md §5, `docs/protocol.md`): a Unix socket per
 //! coordinator speaking newline-delimited JSON.
 //!
-//! * `protocol`: the wire types and every transport error code.
+//! * `methods`: the typed protocol: one [`methods::Request`] variant per method, typed params,
+//!   results and events, and the JSON Schema generated from them.
+//! * `protocol`: the line envelope, responses and every transport error code.
 //! * `codec`: line framing with a size cap.
 //! * `server`: the listener, connection limit, peer check and drain; a [`server::Handler`]
 //!   supplies the methods.
@@ -12,6 +14,7 @@ pub mod client;
 pub mod codec;
 mod connection;
 pub mod discovery;
+pub mod methods;
 pub mod protocol;
 pub mod server;
 pub mod session_routing;
@@ -19,6 +22,7 @@ pub mod summary;
 
 pub use client::{Client, ClientError, Subscription};
 pub use discovery::{DiscoveryError, Endpoint, Metadata, RuntimeDir, Selector};
-pub use protocol::{ControlError, Notification, PROTOCOL_VERSION};
+pub use methods::{Method, Notification, PROTOCOL_VERSION, Request};
+pub use protocol::ControlError;
 pub use server::{BoxFuture, Handler, Server, ServerConfig, ServerError, Session, serve};
 pub mod service;

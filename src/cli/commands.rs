@@ -5,75 +5,74 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::cli::fleet::{block_on, read_json, simple, snapshot_line, target, wait_all};
+use crate::cli::fleet::{block_on, read_json, request, simple, snapshot_line, target, wait_all};
 use crate::cli::watch::{End, Quit, Widget};
 use crate::cli::{Command, ExitCode, Printer};
+use crate::control::Method;
+use crate::control::methods::{
+    DelegateParams, DelegateResult, MessageParams, MessageRef, NoParams, RenewParams,
+    ResumeParams, SteerParams, Target, TargetParams, WaitParams, method,
+};
+use crate::core::{MessageMode, Reply, Status};
 use crate::text::SafeText;
 
-fn parse_target(printer: &Printer, words: &[String]) -> Option<String> {
+fn parse_target(printer: &Printer, words: &[String]) -> Option<Target> {
     match target(words) {
-        Ok(r) => Some(r.to_string()),
+        Ok(r) => Some(Target(r)),
         Err(e) => {
-            printer.error(&e);
+            printer.error_code("usage", &e, None);
             None
         }
     }
 }
 
+/// A core reply as text lines.
 #[allow(clippy::format_collect, reason = "a few lines of output")]
-fn snapshot_reply(v: &Value) -> String {
-    match v.get("kind").and_then(Value::as_str) {
-        Some("snapshot") => format!("{}\n", snapshot_line(&v["child"])),
-        Some("stopped") => v["children"].as_array().map_or(String::new(), |c| {
-            c.iter().map(|s| snapshot_line(s) + "\n").collect()
-        }),
-        Some("admitted") => v["children"].as_array().map_or(String::new(), |c| {
-            c.iter().map(|s| snapshot_line(s) + "\n").collect()
-        }),
-        Some("message") => format!(
+fn snapshot_reply(reply: &Reply) -> String {
+    let lines = |children: &[crate::core::ChildSnapshot]| -> String {
+        children.iter().map(|s| snapshot_line(s) + "\n").collect()
+    };
+    match reply {
+        Reply::Snapshot { child } => format!("{}\n", snapshot_line(child)),
+        Reply::Stopped { children } | Reply::Admitted { children, .. } => lines(children),
+        Reply::Message { message } => format!(
             "message {} {}: {}\n",
-            v["message"]["id"].as_str().unwrap_or(""),
-            v["message"]["mode"].as_str().unwrap_or(""),
-            v["message"]["status"].as_str().unwrap_or("")
+            message.id,
+            message.mode.as_str(),
+            wire_name(&message.status)
         ),
-        Some("inbox") => v["messages"]
-            .as_array()
-            .map_or("(empty)\n".to_owned(), |m| {
-                if m.is_empty() {
-                    "(empty)\n".to_owned()
-                } else {
-                    m.iter()
-                        .map(|m| {
-                            format!(
-                                "{} from {}: {}\n",
-                                m["id"].as_str().unwrap_or(""),
-                                m["sender"].as_str().unwrap_or(""),
-                                SafeText::line(m["text"].as_str().unwrap_or(""))
-                            )
-                        })
-                        .collect()
-                }
-            }),
-        Some("wait") => format!("{}\n", SafeText::line(&v["result"].to_string())),
-        _ => format!("{}\n", SafeText::line(&v.to_string())),
+        Reply::Inbox { messages } if messages.is_empty() => "(empty)\n".to_owned(),
+        Reply::Inbox { messages } => messages
+            .iter()
+            .map(|m| format!("{} from {}: {}\n", m.id, m.sender, SafeText::line(&m.text)))
+            .collect(),
+        Reply::Wait { result } => format!("{}\n", SafeText::line(&compact(result))),
+        Reply::Status { view } => crate::cli::fleet::status_view(view),
+        Reply::Ok => "ok\n".to_owned(),
     }
 }
 
-/// A method on one target; `params` (an object) carries its other fields.
-fn targeted(
+fn compact<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+fn wire_name<T: serde::Serialize>(value: &T) -> String {
+    compact(value).trim_matches('"').to_owned()
+}
+
+/// A method on one target: `params(target)` builds its params.
+fn targeted<M: Method<Result = Reply>>(
     printer: &Printer,
     words: &[String],
     parent: Option<String>,
-    method: &str,
-    mut params: Value,
+    params: impl FnOnce(Target) -> M::Params,
 ) -> ExitCode {
     let Some(t) = parse_target(printer, words) else {
         return ExitCode::Usage;
     };
-    params["target"] = json!(t);
     block_on(
         printer,
-        simple(printer, parent, method, params, snapshot_reply),
+        simple::<M>(printer, parent, params(t), snapshot_reply),
     )
 }
 
@@ -89,10 +88,14 @@ pub fn run(printer: &Printer, command: Command) -> ExitCode {
     };
     match command {
         Command::Stop { target, select } => {
-            targeted(printer, &target, select.parent, "stop", json!({}))
+            targeted::<method::Stop>(printer, &target, select.parent, |target| TargetParams {
+                target,
+            })
         }
         Command::Park { target, select } => {
-            targeted(printer, &target, select.parent, "park", json!({}))
+            targeted::<method::Park>(printer, &target, select.parent, |target| TargetParams {
+                target,
+            })
         }
         Command::Transcript { target, select } => {
             let Some(t) = parse_target(printer, &target) else {
@@ -100,15 +103,15 @@ pub fn run(printer: &Printer, command: Command) -> ExitCode {
             };
             block_on(
                 printer,
-                simple(
+                simple::<method::Transcript>(
                     printer,
                     select.parent,
-                    "transcript",
-                    json!({"target": t}),
+                    TargetParams { target: t },
                     |v| {
-                        v["messages"].as_array().map_or(String::new(), |m| {
-                            m.iter()
-                                .map(|m| {
+                        // pi's message objects: their shape is pi's, read leniently.
+                        v.messages
+                            .iter()
+                            .map(|m| {
                                     let role = m["role"].as_str().unwrap_or("?");
                                     let text: String = match &m["content"] {
                                         Value::String(s) => s.clone(),
@@ -120,9 +123,8 @@ pub fn run(printer: &Printer, command: Command) -> ExitCode {
                                         _ => String::new(),
                                     };
                                     format!("[{role}] {}\n", SafeText::lines(&text))
-                                })
-                                .collect()
-                        })
+                            })
+                            .collect()
                     },
                 ),
             )
@@ -131,34 +133,37 @@ pub fn run(printer: &Printer, command: Command) -> ExitCode {
             target,
             text,
             select,
-        } => targeted(
-            printer,
-            &[target],
-            select.parent,
-            "steer",
-            json!({"text": text}),
-        ),
+        } => targeted::<method::Steer>(printer, &[target], select.parent, |target| {
+            SteerParams { target, text }
+        }),
         Command::Message {
             mut words,
             mode,
             select,
         } => {
             let text = words.pop().unwrap_or_default();
-            let mut params = json!({"text": text, "mode": mode});
-            if !words.is_empty() {
+            let target = if words.is_empty() {
+                None
+            } else {
                 let Some(t) = parse_target(printer, &words) else {
                     return ExitCode::Usage;
                 };
-                params["target"] = json!(t);
-            }
+                Some(t)
+            };
+            let mode = match mode.as_str() {
+                "steer" => MessageMode::Steer,
+                "followUp" => MessageMode::FollowUp,
+                _ => MessageMode::Inbox,
+            };
+            let params = MessageParams { target, text, mode };
             block_on(
                 printer,
-                simple(printer, select.parent, "message", params, snapshot_reply),
+                simple::<method::Message>(printer, select.parent, params, snapshot_reply),
             )
         }
         Command::Inbox { select } => block_on(
             printer,
-            simple(printer, select.parent, "inbox", json!({}), snapshot_reply),
+            simple::<method::Inbox>(printer, select.parent, NoParams {}, snapshot_reply),
         ),
         Command::Resume {
             mut words,
@@ -180,36 +185,33 @@ pub fn run(printer: &Printer, command: Command) -> ExitCode {
                         .to_owned(),
                 );
             };
-            targeted(
-                printer,
-                &words,
-                select.parent,
-                "resume",
-                json!({"assignment": text}),
-            )
+            targeted::<method::Resume>(printer, &words, select.parent, |target| ResumeParams {
+                target,
+                assignment: text,
+            })
         }
         Command::Followup {
             target,
             text,
             select,
-        } => targeted(
-            printer,
-            &[target],
-            select.parent,
-            "followup",
-            json!({"assignment": text}),
-        ),
+        } => targeted::<method::Followup>(printer, &[target], select.parent, |target| {
+            RenewParams {
+                target,
+                assignment: text,
+                result_schema: None,
+            }
+        }),
         Command::Revive {
             target,
             text,
             select,
-        } => targeted(
-            printer,
-            &[target],
-            select.parent,
-            "revive",
-            json!({"assignment": text}),
-        ),
+        } => targeted::<method::Revive>(printer, &[target], select.parent, |target| {
+            RenewParams {
+                target,
+                assignment: text,
+                result_schema: None,
+            }
+        }),
         Command::Wait {
             target,
             message,
@@ -223,19 +225,28 @@ pub fn run(printer: &Printer, command: Command) -> ExitCode {
                     wait_all(printer, select.parent, Duration::from_millis(timeout)),
                 );
             }
-            let mut params = json!({"timeoutMs": timeout});
-            if let Some(t) = target {
-                let Some(t) = parse_target(printer, &[t]) else {
-                    return ExitCode::Usage;
-                };
-                params["target"] = json!(t);
-            }
-            if let Some(m) = message {
-                params["messageId"] = json!(m);
-            }
+            let target = match target {
+                None => None,
+                Some(t) => match parse_target(printer, &[t]) {
+                    Some(t) => Some(t),
+                    None => return ExitCode::Usage,
+                },
+            };
+            let message_id = match message {
+                None => None,
+                Some(m) => match crate::core::ids::parse_full_uuid(&m) {
+                    Ok(u) => Some(MessageRef(crate::core::MessageId(u))),
+                    Err(e) => return usage(format!("--message {m:?}: {e}")),
+                },
+            };
+            let params = WaitParams {
+                timeout_ms: timeout,
+                target,
+                message_id,
+            };
             block_on(
                 printer,
-                simple(printer, select.parent, "wait", params, snapshot_reply),
+                simple::<method::Wait>(printer, select.parent, params, snapshot_reply),
             )
         }
         Command::Delegate {
@@ -310,21 +321,24 @@ pub fn run(printer: &Printer, command: Command) -> ExitCode {
 async fn delegate(
     printer: &Printer,
     parent: Option<String>,
-    request: Value,
+    body: Value,
     background: bool,
 ) -> ExitCode {
     let client = match crate::cli::fleet::connect(printer, parent).await {
         Ok(c) => c,
         Err(code) => return code,
     };
-    let params = json!({"request": request, "background": background});
+    let params = DelegateParams {
+        request: body,
+        background: Some(background),
+    };
     // In a terminal the fleet widget shows the window draining; the printed outcome after
     // it is the same as without a terminal.
     let widget = !background && !printer.json() && std::io::stdout().is_terminal();
     let result = if widget {
-        delegate_with_widget(printer, &client, params).await
+        delegate_with_widget(printer, &client, &params).await
     } else {
-        crate::cli::fleet::call(printer, &client, "delegate", params).await
+        request::<method::Delegate>(printer, &client, &params).await
     };
     let result = match result {
         Ok(v) => v,
@@ -332,30 +346,30 @@ async fn delegate(
     };
     if printer.json() {
         printer.value(&result);
-    } else if background {
-        printer.out(&snapshot_reply(&result));
-    } else {
-        let outcomes = result["outcome"]["outcomes"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        printer.out(
-            &outcomes
-                .iter()
-                .map(|s| snapshot_line(s) + "\n")
-                .collect::<String>(),
-        );
     }
-    if background {
-        return ExitCode::Ok;
-    }
-    let all_settled = result["outcome"]["outcomes"]
-        .as_array()
-        .is_some_and(|o| o.iter().all(|s| s["status"].as_str() == Some("settled")));
-    if all_settled {
-        ExitCode::Ok
-    } else {
-        ExitCode::Refused
+    match result {
+        DelegateResult::Background(reply) => {
+            if !printer.json() {
+                printer.out(&snapshot_reply(&reply));
+            }
+            ExitCode::Ok
+        }
+        DelegateResult::Foreground(fg) => {
+            let outcomes = &fg.outcome.outcomes;
+            if !printer.json() {
+                printer.out(
+                    &outcomes
+                        .iter()
+                        .map(|s| snapshot_line(s) + "\n")
+                        .collect::<String>(),
+                );
+            }
+            if outcomes.iter().all(|s| s.status == Status::Settled) {
+                ExitCode::Ok
+            } else {
+                ExitCode::Refused
+            }
+        }
     }
 }
 
@@ -365,13 +379,17 @@ async fn delegate(
 async fn delegate_with_widget(
     printer: &Printer,
     client: &crate::control::Client,
-    params: Value,
-) -> Result<Value, ExitCode> {
+    params: &DelegateParams,
+) -> Result<DelegateResult, ExitCode> {
     let Ok(mut widget) = Widget::attach(client).await else {
-        return crate::cli::fleet::call(printer, client, "delegate", params).await;
+        return request::<method::Delegate>(printer, client, params).await;
     };
     let end = widget
-        .run_until(client, client.call("delegate", params), Quit::Interrupt)
+        .run_until(
+            client,
+            client.request::<method::Delegate>(params),
+            Quit::Interrupt,
+        )
         .await;
     // Restore the terminal before anything is printed.
     drop(widget);
@@ -385,7 +403,11 @@ async fn delegate_with_widget(
             Err(ExitCode::Refused)
         }
         End::Closed => {
-            printer.error("the coordinator went away before the outcome arrived");
+            printer.error_code(
+                "no-coordinator",
+                "the coordinator went away before the outcome arrived",
+                None,
+            );
             Err(ExitCode::NoCoordinator)
         }
         End::Failed(message) => {

@@ -3,12 +3,13 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::cli::{ExitCode, Printer};
+use crate::control::methods::{StatusParams, method};
 use crate::control::summary::{FleetSummary, SummaryRow};
-use crate::control::{Client, ClientError, RuntimeDir, Selector, discovery};
-use crate::core::{ChildRef, Presence, Status};
+use crate::control::{Client, ClientError, Method, RuntimeDir, Selector, discovery};
+use crate::core::{ChildRef, ChildSnapshot, Presence, Status, StatusView};
 use crate::text::{SafeText, fit};
 
 /// Read a JSON document from a file, or standard input for `-`.
@@ -62,35 +63,39 @@ pub async fn try_connect(parent: Option<String>) -> Result<Client, (ExitCode, St
 /// Connect to the selected coordinator, or explain how to start one (exit 3).
 pub async fn connect(printer: &Printer, parent: Option<String>) -> Result<Client, ExitCode> {
     try_connect(parent).await.map_err(|(code, message)| {
-        printer.error(&SafeText::line(&message).into_string());
+        let name = if code == ExitCode::NoCoordinator {
+            "no-coordinator"
+        } else {
+            "usage"
+        };
+        printer.error_code(name, &SafeText::line(&message).into_string(), None);
         code
     })
 }
 
-/// One call; a refusal prints `refused [code]: message` (or JSON) and maps to exit 1.
-pub async fn call(
+/// One typed call; a failure is reported (text or the JSON error object) and mapped to its
+/// exit code.
+pub async fn request<M: Method>(
     printer: &Printer,
     client: &Client,
-    method: &str,
-    params: Value,
-) -> Result<Value, ExitCode> {
+    params: &M::Params,
+) -> Result<M::Result, ExitCode> {
     client
-        .call(method, params)
+        .request::<M>(params)
         .await
         .map_err(|e| report(printer, &e))
 }
 
+/// Prints a failed call (`refused [code]: message`, or the JSON error object) and returns
+/// its exit code ([`ExitCode::of_client_error`]).
 pub fn report(printer: &Printer, error: &ClientError) -> ExitCode {
+    let (exit, code) = ExitCode::of_client_error(error);
     let Some(remote) = error.remote() else {
-        printer.error(&SafeText::line(&error.to_string()).into_string());
-        return if error.is_unreachable() {
-            ExitCode::NoCoordinator
-        } else {
-            ExitCode::Usage
-        };
+        printer.error_code(code, &SafeText::line(&error.to_string()).into_string(), None);
+        return exit;
     };
     if printer.json() {
-        printer.value(&json!({"error": remote}));
+        printer.error_code(&remote.code, &remote.message, remote.data.as_ref());
     } else {
         let mut text = format!(
             "refused [{}]: {}",
@@ -102,11 +107,7 @@ pub fn report(printer: &Printer, error: &ClientError) -> ExitCode {
         }
         printer.error(&text);
     }
-    if remote.code == "invalid-request" || remote.code == "unknown-method" {
-        ExitCode::Usage
-    } else {
-        ExitCode::Refused
-    }
+    exit
 }
 
 /// Run a long-lived command (a coordinator, a view) on a two-thread runtime: workers,
@@ -142,19 +143,18 @@ pub fn block_on(printer: &Printer, body: impl std::future::Future<Output = ExitC
     }
 }
 
-/// A control method with a printed result: JSON as returned, or `human(result)`.
-pub async fn simple(
+/// A control method with a printed result: its typed result as JSON, or `human(result)`.
+pub async fn simple<M: Method>(
     printer: &Printer,
     parent: Option<String>,
-    method: &str,
-    params: Value,
-    human: impl Fn(&Value) -> String,
+    params: M::Params,
+    human: impl Fn(&M::Result) -> String,
 ) -> ExitCode {
     let client = match connect(printer, parent).await {
         Ok(c) => c,
         Err(code) => return code,
     };
-    match call(printer, &client, method, params).await {
+    match request::<M>(printer, &client, &params).await {
         Ok(result) => {
             if printer.json() {
                 printer.value(&result);
@@ -167,40 +167,26 @@ pub async fn simple(
     }
 }
 
-fn text(v: &Value, key: &str) -> String {
-    v.get(key)
-        .and_then(Value::as_str)
-        .map(|s| SafeText::line(s).into_string())
-        .unwrap_or_default()
-}
-
 /// One snapshot as a line: the fleet table's columns, through the same row writer.
-pub fn snapshot_line(s: &Value) -> String {
-    use serde::Deserialize as _;
-    match crate::core::ChildSnapshot::deserialize(s) {
-        Ok(snapshot) => {
-            let mut out = String::new();
-            row_line(
-                &mut out,
-                &SummaryRow::of(&snapshot),
-                crate::runtime::now_ms(),
-            );
-            out
-        }
-        // Not a snapshot this version knows: show it whole, cleaned, rather than guess.
-        Err(_) => SafeText::line(&s.to_string()).into_string(),
-    }
+pub fn snapshot_line(snapshot: &ChildSnapshot) -> String {
+    let mut out = String::new();
+    row_line(
+        &mut out,
+        &SummaryRow::of(snapshot),
+        crate::runtime::now_ms(),
+    );
+    out
 }
 
 /// The fleet table (`status` without a target), from typed summary rows.
-pub fn fleet_table(fleet: &FleetSummary<'_>) -> String {
-    let count = |status: Status| fleet.children.iter().filter(|c| c.status == status).count();
-    let mut out = String::with_capacity(160 * (fleet.children.len() + 1));
+pub fn fleet_table(parent_id: uuid::Uuid, children: &[SummaryRow<'_>]) -> String {
+    let count = |status: Status| children.iter().filter(|c| c.status == status).count();
+    let mut out = String::with_capacity(160 * (children.len() + 1));
     let _ = writeln!(
         out,
         "parent {} · {} current generations · running {} · queued {} · settled {} · failed {} · cancelled {} · paused {}",
-        fleet.parent_id,
-        fleet.children.len(),
+        parent_id,
+        children.len(),
         count(Status::Running),
         count(Status::Queued),
         count(Status::Settled),
@@ -209,7 +195,7 @@ pub fn fleet_table(fleet: &FleetSummary<'_>) -> String {
         count(Status::Paused),
     );
     let now = crate::runtime::now_ms();
-    for c in tree_order(&fleet.children) {
+    for c in tree_order(children) {
         row_line(&mut out, c, now);
         let presence = c.presence.map_or("", Presence::as_str);
         let _ = writeln!(out, "  [{presence}]");
@@ -292,45 +278,50 @@ fn row_line(out: &mut String, c: &SummaryRow<'_>, now: u64) {
 }
 
 /// `status` with a target: the snapshot, its generations and presence.
-pub fn status_view(v: &Value) -> String {
+pub fn status_view(view: &StatusView) -> String {
     let mut out = String::new();
-    let s = &v["snapshot"];
+    let s = &view.snapshot;
     let _ = writeln!(out, "{}", snapshot_line(s));
-    for key in [
-        "cwd",
-        "error",
-        "result",
-        "transcript",
-        "limitReason",
-        "pauseReason",
-    ] {
-        let value = text(s, key);
-        if !value.is_empty() {
-            let _ = writeln!(out, "  {key}: {}", fit(&value, 200));
+    let fields = [
+        ("cwd", Some(s.cwd.clone())),
+        ("error", s.error.clone()),
+        ("result", s.result.clone()),
+        ("transcript", s.transcript.clone()),
+        ("limitReason", s.limit_reason.map(|r| wire_name(&r))),
+        ("pauseReason", s.pause_reason.map(|r| wire_name(&r))),
+    ];
+    for (key, value) in fields {
+        if let Some(value) = value.filter(|v| !v.is_empty()) {
+            let _ = writeln!(out, "  {key}: {}", fit(&SafeText::line(&value).into_string(), 200));
         }
     }
-    let _ = writeln!(out, "  limits: {}", s["limits"]);
-    if let Some(a) = s.get("artifacts").filter(|a| !a.is_null()) {
-        let _ = writeln!(out, "  artifacts: {a}");
+    let _ = writeln!(out, "  limits: {}", compact(&s.limits));
+    if let Some(a) = &s.artifacts {
+        let _ = writeln!(out, "  artifacts: {}", SafeText::line(&compact(a)));
     }
-    let generations = v["generations"].as_array().cloned().unwrap_or_default();
-    let _ = writeln!(out, "generations ({}):", generations.len());
-    for g in &generations {
+    let _ = writeln!(out, "generations ({}):", view.generations.len());
+    for g in &view.generations {
         let _ = writeln!(out, "  {}", snapshot_line(g));
     }
-    let id = text(s, "id");
-    if let Some(a) = v["agents"]
-        .as_array()
-        .and_then(|a| a.iter().find(|a| a["id"].as_str() == Some(&id)))
-    {
+    if let Some(a) = view.agents.iter().find(|a| a.id == s.id) {
         let _ = writeln!(
             out,
             "presence: {} (generation {})",
-            text(a, "presence"),
-            a["generation"]
+            a.presence.as_str(),
+            a.generation
         );
     }
     out
+}
+
+/// A value's compact JSON (for a field shown whole in text output).
+fn compact<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+/// A unit enum's wire name (`"deadline"`), for text output.
+fn wire_name<T: serde::Serialize>(value: &T) -> String {
+    compact(value).trim_matches('"').to_owned()
 }
 
 /// `wait --all`: wait until every current assignment has a drained outcome. Event-driven:
@@ -347,18 +338,17 @@ pub async fn wait_all(printer: &Printer, parent: Option<String>, timeout: Durati
     };
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
-        let raw = match client.call_raw("status", json!({"summary": true})).await {
+        let params = StatusParams {
+            target: None,
+            summary: true,
+        };
+        let raw = match client.request_raw::<method::Status>(&params).await {
             Ok(raw) => raw,
             Err(e) => return report(printer, &e),
         };
-        let fleet: FleetSummary<'_> = match serde_json::from_str(raw.get()) {
+        let fleet: FleetSummary<'_> = match raw.decode(method::Status::NAME) {
             Ok(fleet) => fleet,
-            Err(e) => {
-                printer.error(&format!(
-                    "status: the coordinator sent an invalid answer: {e}"
-                ));
-                return ExitCode::Usage;
-            }
+            Err(e) => return report(printer, &e),
         };
         let drained = fleet
             .children
@@ -388,19 +378,28 @@ pub async fn wait_all(printer: &Printer, parent: Option<String>, timeout: Durati
     }
 }
 
+/// `wait --all --json`: how the drained fleet ended.
+#[derive(Debug, serde::Serialize)]
+pub struct WaitAllOutput {
+    pub total: usize,
+    pub settled: usize,
+    pub paused: usize,
+    pub failed: usize,
+    pub cancelled: usize,
+}
+
 fn wait_all_summary(printer: &Printer, fleet: &FleetSummary<'_>) -> ExitCode {
     let count = |status: Status| fleet.children.iter().filter(|c| c.status == status).count();
-    let summary = json!({
-        "total": fleet.children.len(),
-        "settled": count(Status::Settled),
-        "paused": count(Status::Paused),
-        "failed": count(Status::Failed),
-        "cancelled": count(Status::Cancelled),
-    });
     if printer.json() {
-        printer.value(&summary);
+        printer.value(&WaitAllOutput {
+            total: fleet.children.len(),
+            settled: count(Status::Settled),
+            paused: count(Status::Paused),
+            failed: count(Status::Failed),
+            cancelled: count(Status::Cancelled),
+        });
     } else {
-        printer.out(&fleet_table(fleet));
+        printer.out(&fleet_table(fleet.parent_id, &fleet.children));
     }
     if count(Status::Failed) + count(Status::Cancelled) == 0 {
         ExitCode::Ok

@@ -115,8 +115,17 @@ fn fleet(parent: Option<String>) -> Fleet {
     };
     runtime.block_on(async {
         match try_connect(parent).await {
-            Ok(client) => match client.call("status", json!({"summary": false})).await {
-                Ok(status) => Fleet::from_status(&status),
+            Ok(client) => match client
+                .request::<crate::control::methods::method::Status>(
+                    &crate::control::methods::StatusParams::default(),
+                )
+                .await
+            {
+                // The handoff report reads the fleet's JSON form (its own shape).
+                Ok(crate::control::methods::StatusResult::Fleet(status)) => {
+                    Fleet::from_status(&serde_json::to_value(status).unwrap_or_default())
+                }
+                Ok(_) => Fleet::none("the coordinator did not answer status with a fleet"),
                 Err(e) => Fleet::none(&format!("the coordinator did not answer status ({e})")),
             },
             Err((_, why)) => Fleet::none(&format!("no coordinator reachable ({why})")),

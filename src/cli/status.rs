@@ -2,11 +2,26 @@
 //! and presence. When the selected coordinator (`--parent ID`) has exited, its event log is
 //! read instead and marked as read-only history.
 
-use serde_json::{Value, json};
+use serde::Serialize;
 
-use crate::cli::fleet::{block_on, call, fleet_table, report, status_view, target, try_connect};
+use crate::cli::fleet::{
+    block_on, fleet_table, report, request, status_view, target, try_connect,
+};
 use crate::cli::{ExitCode, Printer};
+use crate::control::Method as _;
+use crate::control::methods::{StatusParams, StatusResult, Target, method};
 use crate::control::summary::{FleetSummary, SummaryRow};
+use crate::text::SafeText;
+
+/// `status --json` of an exited coordinator: its last summary rows from `events.jsonl`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct HistoryOutput<'a> {
+    read_only_history: bool,
+    parent_id: uuid::Uuid,
+    event_log: &'a std::path::Path,
+    children: Vec<SummaryRow<'a>>,
+}
 use crate::store::event_log::read_history;
 
 pub fn run(printer: &Printer, words: &[String], parent: Option<String>) -> ExitCode {
@@ -16,56 +31,72 @@ pub fn run(printer: &Printer, words: &[String], parent: Option<String>) -> ExitC
         match target(words) {
             Ok(r) => Some(r),
             Err(e) => {
-                printer.error(&e);
+                printer.error_code("usage", &e, None);
                 return ExitCode::Usage;
             }
         }
     };
     block_on(printer, async move {
-        // The human table needs only summary rows; `--json` gets full snapshots.
-        let params = target.map_or_else(
-            || json!({"summary": !printer.json()}),
-            |r| json!({"target": r.to_string()}),
-        );
         let client = match try_connect(parent.clone()).await {
             Ok(client) => client,
             Err((ExitCode::NoCoordinator, _)) if parent.is_some() => {
                 return from_history(printer, parent.as_deref().unwrap_or_default(), target);
             }
             Err((code, message)) => {
-                printer.error(&crate::text::SafeText::line(&message).into_string());
+                let name = if code == ExitCode::NoCoordinator {
+                    "no-coordinator"
+                } else {
+                    "usage"
+                };
+                printer.error_code(name, &SafeText::line(&message).into_string(), None);
                 return code;
             }
         };
-        if target.is_some() || printer.json() {
-            return match call(printer, &client, "status", params).await {
-                Ok(v) if printer.json() => {
-                    printer.value(&v);
+        if let Some(r) = target {
+            let params = StatusParams {
+                target: Some(Target(r)),
+                summary: false,
+            };
+            return match request::<method::Status>(printer, &client, &params).await {
+                Ok(result) if printer.json() => {
+                    printer.value(&result);
                     ExitCode::Ok
                 }
-                Ok(v) => {
-                    printer.out(&status_view(&v));
+                Ok(StatusResult::Generation(view)) => {
+                    printer.out(&status_view(&view));
                     ExitCode::Ok
+                }
+                Ok(_) => {
+                    printer.error_code(
+                        "protocol",
+                        "status: the coordinator answered a target with a fleet",
+                        None,
+                    );
+                    ExitCode::Usage
                 }
                 Err(code) => code,
             };
         }
-        // The table reads summary rows straight from the answer's text.
-        let raw = match client.call_raw("status", params).await {
+        // Both forms read the summary answer's text once into typed rows; `--json` writes
+        // them back out as they are read (no tree), the table formats them.
+        let params = StatusParams {
+            target: None,
+            summary: true,
+        };
+        let raw = match client.request_raw::<method::Status>(&params).await {
             Ok(raw) => raw,
             Err(e) => return report(printer, &e),
         };
-        match serde_json::from_str::<FleetSummary<'_>>(raw.get()) {
-            Ok(fleet) => {
-                printer.out(&fleet_table(&fleet));
+        match raw.decode::<FleetSummary<'_>>(method::Status::NAME) {
+            Ok(fleet) if printer.json() => {
+                printer.value(&fleet);
                 ExitCode::Ok
             }
-            Err(e) => {
-                printer.error(&format!(
-                    "status: the coordinator sent an invalid answer: {e}"
-                ));
-                ExitCode::Usage
+            Ok(fleet) => {
+                printer.out(&fleet_table(fleet.parent_id, &fleet.children));
+                ExitCode::Ok
             }
+            Err(e) => report(printer, &e),
         }
     })
 }
@@ -114,19 +145,19 @@ fn from_history(
         ));
         return ExitCode::Refused;
     }
+    let children: Vec<SummaryRow<'_>> = selected.iter().map(|s| SummaryRow::of(s)).collect();
     if printer.json() {
-        printer.value(&json!({"readOnlyHistory": true, "parentId": parent_id, "eventLog": log, "children": selected, "agents": []}));
-    } else {
-        let fleet = FleetSummary {
+        printer.value(&HistoryOutput {
+            read_only_history: true,
             parent_id,
-            children: selected.iter().map(|s| SummaryRow::of(s)).collect(),
-            stats: Value::Null,
-            policy: Value::Null,
-        };
+            event_log: &log,
+            children,
+        });
+    } else {
         printer.out(&format!(
             "read-only history of exited coordinator {parent_id} ({})\n{}",
             log.display(),
-            fleet_table(&fleet)
+            fleet_table(parent_id, &children)
         ));
     }
     ExitCode::Ok

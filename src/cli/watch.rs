@@ -14,11 +14,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
-use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::cli::fleet::{block_on, connect};
 use crate::cli::{ExitCode, Printer};
+use crate::control::methods::{Event as ControlEvent, StatusParams, StatusResult, method};
 use crate::control::{Client, Notification, Subscription};
 use crate::core::ChildSnapshot;
 use crate::text::SafeText;
@@ -265,34 +265,29 @@ pub enum Applied {
 
 /// Applies one notification: `event` with a registry event carries the changed snapshot.
 pub fn apply(fleet: &mut Fleet, note: &Notification) -> Applied {
-    if note.method == crate::control::protocol::NOTIFY_LAGGED {
-        return Applied::Refresh;
-    }
-    match note.params["kind"].as_str() {
-        Some("registry") => {
-            match serde_json::from_value::<ChildSnapshot>(note.params["event"]["child"].clone()) {
-                Ok(child) => {
-                    fleet.apply(child);
-                    Applied::Changed
-                }
-                // A snapshot this build cannot read: the full read is the safe answer.
-                Err(_) => Applied::Refresh,
-            }
+    match note {
+        Notification::Event(ControlEvent::Registry { event }) => {
+            fleet.apply(event.child.clone());
+            Applied::Changed
         }
-        Some("lagged") => Applied::Refresh,
-        Some("shutdownComplete") => Applied::Shutdown,
-        _ => Applied::Ignored,
+        Notification::Lagged(_) | Notification::Event(ControlEvent::Lagged { .. }) => {
+            Applied::Refresh
+        }
+        Notification::Event(ControlEvent::ShutdownComplete) => Applied::Shutdown,
+        Notification::Event(ControlEvent::Outcome { .. }) => Applied::Ignored,
     }
 }
 
 /// The current generations (full snapshots) of the coordinator.
 async fn read_fleet(client: &Client) -> Result<Vec<ChildSnapshot>, String> {
-    let status: Value = client
-        .call("status", json!({}))
+    match client
+        .request::<method::Status>(&StatusParams::default())
         .await
-        .map_err(|e| SafeText::line(&e.to_string()).into_string())?;
-    serde_json::from_value(status["children"].clone())
-        .map_err(|e| format!("the coordinator's status could not be read: {e}"))
+        .map_err(|e| SafeText::line(&e.to_string()).into_string())?
+    {
+        StatusResult::Fleet(fleet) => Ok(fleet.children),
+        _ => Err("the coordinator's status is not a fleet answer".to_owned()),
+    }
 }
 
 /// A named thread that forwards terminal input until `stop` is set (it polls, so it
@@ -348,18 +343,15 @@ mod tests {
     #[test]
     fn notifications_update_the_fleet_or_ask_for_a_full_read() {
         let mut fleet = Fleet::new();
-        assert_eq!(
-            apply(&mut fleet, &Notification::lagged(3)),
-            Applied::Refresh
-        );
-        let outcome = Notification::event(json!({"kind": "outcome", "outcome": {}}));
-        assert_eq!(apply(&mut fleet, &outcome), Applied::Ignored);
-        let shutdown = Notification::event(json!({"kind": "shutdownComplete"}));
+        let note = |v: serde_json::Value| -> Notification {
+            serde_json::from_value(v).unwrap_or_else(|e| panic!("notification: {e}"))
+        };
+        let lagged = note(json!({"method": "lagged", "params": {"missed": 3}}));
+        assert_eq!(apply(&mut fleet, &lagged), Applied::Refresh);
+        let inner_lag = note(json!({"method": "event", "params": {"kind": "lagged", "missed": 2}}));
+        assert_eq!(apply(&mut fleet, &inner_lag), Applied::Refresh);
+        let shutdown = note(json!({"method": "event", "params": {"kind": "shutdownComplete"}}));
         assert_eq!(apply(&mut fleet, &shutdown), Applied::Shutdown);
-        let unreadable = Notification::event(
-            json!({"kind": "registry", "event": {"type": "changed", "child": {"id": 1}}}),
-        );
-        assert_eq!(apply(&mut fleet, &unreadable), Applied::Refresh);
         assert!(fleet.is_empty());
         let child = json!({
             "id": "10000000-0000-4000-8000-000000000001", "generation": 1,
@@ -373,9 +365,8 @@ mod tests {
             "capabilityDenials": [], "retainedContext": false,
             "window": {"number": 1, "startedAt": 1, "deadlineAt": 2},
         });
-        let changed = Notification::event(
-            json!({"kind": "registry", "event": {"type": "changed", "child": child}}),
-        );
+        let changed = note(json!({"method": "event", "params":
+            {"kind": "registry", "event": {"type": "changed", "child": child}}}));
         assert_eq!(apply(&mut fleet, &changed), Applied::Changed);
         assert_eq!(fleet.len(), 1);
     }

@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::net::UnixStream;
@@ -17,12 +16,13 @@ use tokio::net::unix::OwnedReadHalf;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use super::codec::{LineReader, encode_line, write_lines};
+use super::codec::{LineReader, write_lines};
 use super::discovery::Endpoint;
-use super::protocol::{
-    ControlError, HelloParams, HelloResult, MAX_SERVER_LINE, METHOD_HELLO, METHOD_SUBSCRIBE,
-    Notification, PROTOCOL_VERSION, Request, RequestId,
+use super::methods::{
+    self, HelloParams, HelloResult, Lagged, Method, NoParams, Notification, Request,
+    SUPPORTED_PROTOCOLS,
 };
+use super::protocol::{ControlError, MAX_SERVER_LINE, RequestId, RequestLine};
 
 /// How long `connect` waits for the socket and the `hello` answer together.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -83,6 +83,13 @@ impl RawResult {
     pub fn get(&self) -> &str {
         &self.0
     }
+
+    /// The result read as `T`; a mismatch names the method and the field's path.
+    pub fn decode<'a, T: Deserialize<'a>>(&'a self, method: &str) -> Result<T, ClientError> {
+        let mut de = serde_json::Deserializer::from_str(&self.0);
+        serde_path_to_error::deserialize(&mut de)
+            .map_err(|e| ClientError::Protocol(format!("{method} result: {}: {}", e.path(), e.inner())))
+    }
 }
 
 /// Calls waiting for their response.
@@ -140,16 +147,10 @@ impl Client {
                     })?;
             let mut client = Self::from_stream(stream);
             let params = HelloParams {
-                protocol: PROTOCOL_VERSION,
+                protocols: SUPPORTED_PROTOCOLS.to_vec(),
                 client: Some(format!("slate {}", env!("CARGO_PKG_VERSION"))),
             };
-            let params =
-                serde_json::to_value(params).map_err(|e| ClientError::Protocol(e.to_string()))?;
-            let hello = client.call(METHOD_HELLO, params).await?;
-            client.server = Some(
-                serde_json::from_value(hello)
-                    .map_err(|e| ClientError::Protocol(format!("hello result: {e}")))?,
-            );
+            client.server = Some(client.request::<methods::method::Hello>(&params).await?);
             Ok(client)
         })
         .await
@@ -179,24 +180,49 @@ impl Client {
         self.server.as_ref()
     }
 
-    /// Sends one request and waits for its response. `params` must be an object (or null).
-    pub async fn call(&self, method: &str, params: Value) -> Result<Value, ClientError> {
-        self.call_typed(method, params).await
+    /// Sends one typed request of method `M` and reads its typed result. A result that does
+    /// not match `M::Result` (a renamed or missing field) is a protocol error naming it.
+    pub async fn request<M: Method>(&self, params: &M::Params) -> Result<M::Result, ClientError> {
+        let raw = self.request_raw::<M>(params).await?;
+        raw.decode::<M::Result>(M::NAME)
     }
 
-    /// [`Client::call`], reading the result straight into `T`.
-    pub async fn call_typed<T: DeserializeOwned>(
+    /// [`Client::request`], returning the result's JSON text (for a caller that reads it into
+    /// a narrower type or copies it out).
+    pub async fn request_raw<M: Method>(
         &self,
-        method: &str,
-        params: Value,
-    ) -> Result<T, ClientError> {
-        let raw = self.call_raw(method, params).await?;
-        serde_json::from_str(raw.get())
-            .map_err(|e| ClientError::Protocol(format!("{method} result: {e}")))
+        params: &M::Params,
+    ) -> Result<RawResult, ClientError> {
+        self.roundtrip(|id| methods::encode_request::<M>(id, params))
+            .await
     }
 
-    /// [`Client::call`], returning the result's JSON text for a borrowing deserializer.
-    pub async fn call_raw(&self, method: &str, params: Value) -> Result<RawResult, ClientError> {
+    /// Sends one request of any method (the Hub's actions); the result stays JSON text.
+    pub async fn send(&self, request: &Request) -> Result<RawResult, ClientError> {
+        self.roundtrip(|id| request.encode_line(id)).await
+    }
+
+    /// Sends a request whose params are any JSON object, bypassing the types: for tests of
+    /// the wire itself (wrong types, unknown fields). Our own components use
+    /// [`Client::request`].
+    pub async fn call(&self, method: &str, params: Value) -> Result<Value, ClientError> {
+        let method = method.to_owned();
+        let raw = self
+            .roundtrip(|id| {
+                super::codec::encode_line(&RequestLine {
+                    id: RequestId::from(id),
+                    method,
+                    params,
+                })
+            })
+            .await?;
+        serde_json::from_str(raw.get()).map_err(|e| ClientError::Protocol(format!("result: {e}")))
+    }
+
+    async fn roundtrip(
+        &self,
+        encode: impl FnOnce(u64) -> serde_json::Result<Vec<u8>>,
+    ) -> Result<RawResult, ClientError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         {
@@ -210,12 +236,7 @@ impl Client {
             pending: &self.pending,
             id,
         };
-        let request = Request {
-            id: RequestId::from(id),
-            method: method.to_owned(),
-            params,
-        };
-        let line = encode_line(&request).map_err(|e| ClientError::Protocol(e.to_string()))?;
+        let line = encode(id).map_err(|e| ClientError::Protocol(e.to_string()))?;
         if self.outbox.send(line).await.is_err() {
             // The writer failed: the server closed, maybe with a reason (`busy`) that the
             // reader is about to deliver; that reason beats a bare "closed".
@@ -245,7 +266,7 @@ impl Client {
             .unwrap_or_else(PoisonError::into_inner)
             .take()
             .ok_or(ClientError::AlreadySubscribed)?;
-        self.call(METHOD_SUBSCRIBE, Value::Object(serde_json::Map::new()))
+        self.request::<methods::method::Subscribe>(&NoParams {})
             .await?;
         Ok(Subscription { receiver })
     }
@@ -289,9 +310,7 @@ struct Incoming<'a> {
     #[serde(default)]
     error: Option<ControlError>,
     #[serde(default)]
-    method: Option<String>,
-    #[serde(default)]
-    params: Option<Value>,
+    method: Option<&'a RawValue>,
 }
 
 /// Routes responses to their callers and notifications to the subscription. When the
@@ -317,12 +336,13 @@ async fn read_messages(
         let Ok(message) = serde_json::from_str::<Incoming<'_>>(&line) else {
             continue;
         };
-        if message.id.is_none()
-            && let Some(method) = message.method
-        {
-            let params = message.params.unwrap_or(Value::Null);
+        if message.id.is_none() && message.method.is_some() {
+            // A notification this build cannot read counts as missed: the subscriber
+            // re-reads state, as after any gap.
+            let notification = serde_json::from_str::<Notification>(&line)
+                .unwrap_or(Notification::Lagged(Lagged { missed: 1 }));
             // Nobody listening is fine: the subscription was dropped.
-            let _ = notifications.send(Notification { method, params }).await;
+            let _ = notifications.send(notification).await;
             continue;
         }
         let answer: Answer = match (message.error, message.result) {

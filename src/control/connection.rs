@@ -6,17 +6,17 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::Value;
 use tokio::net::UnixStream;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio::task::{self, JoinHandle, JoinSet};
 use tokio::time::Instant;
 
 use super::codec::{LineReader, encode_line, write_lines};
-use super::protocol::{
-    ControlError, HelloParams, HelloResult, METHOD_HELLO, METHOD_SUBSCRIBE, Notification,
-    PROTOCOL_VERSION, Request, RequestId, Response,
+use super::methods::{
+    Event, HelloParams, HelloResult, Lagged, Notification, Request, SUPPORTED_PROTOCOLS,
+    SubscribeResult,
 };
+use super::protocol::{ControlError, RequestId, RequestLine, Response};
 use super::server::{Handler, ServerConfig, Session};
 
 /// Lines waiting for the writer; when full, request tasks and the event forwarder wait.
@@ -135,69 +135,76 @@ pub(super) async fn run(
 
 impl Connection {
     async fn dispatch(&mut self, line: Result<String, ControlError>) {
-        let request = match line.map_err(|e| (None, e)).and_then(|l| Request::parse(&l)) {
-            Ok(request) => request,
+        let line = match line.map_err(|e| (None, e)).and_then(|l| RequestLine::parse(&l)) {
+            Ok(line) => line,
             Err((id, error)) => return self.send(Response::error(id, error)).await,
         };
+        let id = line.id;
         if self.draining {
             return self
-                .send(Response::error(
-                    Some(request.id),
-                    ControlError::shutting_down(),
-                ))
+                .send(Response::error(Some(id), ControlError::shutting_down()))
                 .await;
         }
-        if request.method == METHOD_HELLO {
-            let response = match self.hello(request.params) {
-                Ok(result) => Response::result(request.id, result),
-                Err(error) => Response::error(Some(request.id), error),
-            };
-            return self.send(response).await;
+        if self.session.is_none() && line.method != "hello" {
+            let error = ControlError::hello_required(&line.method);
+            return self.send(Response::error(Some(id), error)).await;
         }
-        let Some(session) = self.session.clone() else {
-            let error = ControlError::hello_required(&request.method);
-            return self.send(Response::error(Some(request.id), error)).await;
+        let request = match Request::parse(&line.method, line.params) {
+            Ok(request) => request,
+            Err(error) => return self.send(Response::error(Some(id), error)).await,
         };
-        if request.method == METHOD_SUBSCRIBE {
-            return self.subscribe(request.id).await;
-        }
+        let session = match request {
+            Request::Hello(params) => {
+                let response = match self.hello(params) {
+                    Ok(result) => encoded(id, &result),
+                    Err(error) => Response::error(Some(id), error),
+                };
+                return self.send(response).await;
+            }
+            Request::Subscribe(_) => return self.subscribe(id).await,
+            _ => match self.session.clone() {
+                Some(session) => session,
+                None => return,
+            },
+        };
         let handler = Arc::clone(&self.shared.handler);
         let outbox = self.outbox.clone();
         let max_line = self.shared.config.max_server_line;
-        let id = request.id.clone();
+        let task_id = id.clone();
         let task = self.requests.spawn(async move {
-            let outcome = handler
-                .handle(&request.method, request.params, &session)
-                .await;
-            let response = match outcome {
-                Ok(value) => Response::result(request.id, value),
-                Err(error) => Response::error(Some(request.id), error),
+            let response = match handler.handle(request, &session).await {
+                Ok(value) => Response::result(id, value),
+                Err(error) => Response::error(Some(id), error),
             };
             send_response(&outbox, response, max_line).await;
         });
-        self.request_ids.insert(task.id(), id);
+        self.request_ids.insert(task.id(), task_id);
     }
 
-    fn hello(&mut self, params: Value) -> Result<Value, ControlError> {
+    /// Negotiates the version: the newest one both sides speak, or `unsupported-protocol`
+    /// with this server's list.
+    fn hello(&mut self, params: HelloParams) -> Result<HelloResult, ControlError> {
         if self.session.is_some() {
             return Err(ControlError::invalid_request(
                 "hello: already completed on this connection",
             ));
         }
-        let params: HelloParams = serde_json::from_value(params).map_err(|e| {
-            ControlError::invalid_request(&format!(
-                "params: hello takes {{\"protocol\": integer, \"client\"?: string}} ({e})"
-            ))
-        })?;
-        if params.protocol != PROTOCOL_VERSION {
-            return Err(ControlError::unsupported_protocol(params.protocol));
-        }
+        let Some(protocol) = SUPPORTED_PROTOCOLS
+            .iter()
+            .rev()
+            .find(|v| params.protocols.contains(v))
+        else {
+            return Err(ControlError::unsupported_protocol(&params.protocols));
+        };
         let mut session = self.pending.clone();
         session.client = params
             .client
             .map(|c| c.chars().take(MAX_CLIENT_NAME).collect());
         self.session = Some(Arc::new(session));
-        serde_json::to_value(&self.shared.hello).map_err(|e| ControlError::internal(&e.to_string()))
+        Ok(HelloResult {
+            protocol: *protocol,
+            ..self.shared.hello.clone()
+        })
     }
 
     /// Starts forwarding the handler's events to this connection (once; a second
@@ -208,11 +215,8 @@ impl Connection {
             .subscription
             .is_none()
             .then(|| self.shared.handler.subscribe());
-        self.send(Response::result(
-            id,
-            serde_json::json!({ "subscribed": true }),
-        ))
-        .await;
+        self.send(encoded(id, &SubscribeResult { subscribed: true }))
+            .await;
         if let Some(events) = events {
             let outbox = self.outbox.clone();
             let max_line = self.shared.config.max_server_line;
@@ -273,23 +277,33 @@ async fn send_response(outbox: &mpsc::Sender<Vec<u8>>, response: Response, max_l
     let _ = outbox.send(line).await;
 }
 
-/// Sends each broadcast value as an `event` notification; a gap becomes one `lagged`
-/// notification with the number of values this connection missed.
+/// A typed result as a response (its JSON written once, without a tree).
+fn encoded<T: serde::Serialize>(id: RequestId, result: &T) -> Response {
+    match serde_json::value::to_raw_value(result) {
+        Ok(raw) => Response::result(id, super::protocol::Payload::Raw(raw)),
+        Err(e) => Response::error(Some(id), ControlError::internal(&e.to_string())),
+    }
+}
+
+/// Sends each broadcast event as an `event` notification; a gap becomes one `lagged`
+/// notification with the number of events this connection missed.
 async fn forward_events(
-    mut events: broadcast::Receiver<Value>,
+    mut events: broadcast::Receiver<Event>,
     outbox: mpsc::Sender<Vec<u8>>,
     max_line: usize,
 ) {
     loop {
         let notification = match events.recv().await {
-            Ok(value) => Notification::event(value),
-            Err(broadcast::error::RecvError::Lagged(missed)) => Notification::lagged(missed),
+            Ok(event) => Notification::Event(event),
+            Err(broadcast::error::RecvError::Lagged(missed)) => {
+                Notification::Lagged(Lagged { missed })
+            }
             Err(broadcast::error::RecvError::Closed) => break,
         };
         let line = match encode_line(&notification) {
             Ok(line) if line.len() <= max_line + 1 => line,
             // An event too large for a line is dropped and reported as missed.
-            _ => match encode_line(&Notification::lagged(1)) {
+            _ => match encode_line(&Notification::Lagged(Lagged { missed: 1 })) {
                 Ok(line) => line,
                 Err(_) => continue,
             },

@@ -12,8 +12,7 @@ use serde_json::{Map, Number, Value};
 use crate::core::Refusal;
 use crate::policy::Problems;
 
-/// The one protocol version this build speaks.
-pub const PROTOCOL_VERSION: u64 = 1;
+pub use super::methods::{Notification, PROTOCOL_VERSION, SUPPORTED_PROTOCOLS};
 
 /// Longest request line the server reads, in bytes, without its newline.
 pub const MAX_REQUEST_LINE: usize = 1024 * 1024;
@@ -22,14 +21,6 @@ pub const MAX_REQUEST_LINE: usize = 1024 * 1024;
 /// status of a large fleet is legitimately bigger than any request; still bounded so a client
 /// never buffers without limit.
 pub const MAX_SERVER_LINE: usize = 16 * 1024 * 1024;
-
-/// Built-in method names handled by the server itself.
-pub const METHOD_HELLO: &str = "hello";
-pub const METHOD_SUBSCRIBE: &str = "subscribe";
-
-/// Notification names.
-pub const NOTIFY_EVENT: &str = "event";
-pub const NOTIFY_LAGGED: &str = "lagged";
 
 /// Transport error codes (the service adds the coordinator's refusal codes).
 pub mod codes {
@@ -79,19 +70,21 @@ impl fmt::Display for RequestId {
     }
 }
 
-/// One request as sent by a client.
+/// One request line as sent by a client, before its params are read (that is
+/// [`super::methods::Request::parse`]).
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Request {
+pub struct RequestLine {
     pub id: RequestId,
     pub method: String,
     /// Always an object; an absent or `null` `params` reads as `{}`.
     pub params: Value,
 }
 
-impl Request {
+impl RequestLine {
     /// Parses one line. A line that is not JSON is a `parse-error`; JSON that is not a valid
     /// request is an `invalid-request` that still carries the id when one could be read, so
-    /// the error can be matched to its request.
+    /// the error can be matched to its request. Members other than `id`, `method` and
+    /// `params` are refused by name.
     pub fn parse(line: &str) -> Result<Self, (Option<RequestId>, ControlError)> {
         let value: Value = serde_json::from_str(line).map_err(|e| {
             (
@@ -150,6 +143,14 @@ impl Request {
                 ));
             }
         };
+        if let Some(extra) = object.keys().find(|k| *k != "id") {
+            return Err((
+                Some(id),
+                ControlError::invalid_request(&format!(
+                    "{extra}: unknown member; a request has only id, method and params"
+                )),
+            ));
+        }
         Ok(Self { id, method, params })
     }
 }
@@ -213,60 +214,17 @@ impl Response {
     }
 }
 
-/// A server → client message without an id.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Notification {
-    pub method: String,
-    #[serde(default)]
-    pub params: Value,
-}
-
-impl Notification {
-    /// A value from the service's event stream.
-    pub fn event(params: Value) -> Self {
-        Self {
-            method: NOTIFY_EVENT.to_owned(),
-            params,
-        }
-    }
-
-    /// This subscriber fell behind and `missed` events were dropped for it.
-    pub fn lagged(missed: u64) -> Self {
-        Self {
-            method: NOTIFY_LAGGED.to_owned(),
-            params: serde_json::json!({ "missed": missed }),
-        }
-    }
-}
-
-/// `hello` parameters.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HelloParams {
-    pub protocol: u64,
-    /// The client's name and version, e.g. `"slate 0.1.0"`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client: Option<String>,
-}
-
-/// `hello` result: who answers.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct HelloResult {
-    pub protocol: u64,
-    /// `"slate <version>"`.
-    pub server: String,
-    pub parent_id: String,
-    pub cwd: String,
-    pub pid: u32,
-}
-
 /// An error as it travels on the wire: a stable `code` naming the rule, a message that names
 /// the offending field or identity, and optional structured `data`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema, thiserror::Error)]
+#[serde(deny_unknown_fields)]
 #[error("{code}: {message}")]
 pub struct ControlError {
+    /// Stable; names the rule (`invalid-request`, `stale-generation`, …).
     pub code: String,
+    /// For people; names the offending field or identity.
     pub message: String,
+    /// Structured detail, documented per code.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
 }
@@ -316,14 +274,15 @@ impl ControlError {
         )
     }
 
-    pub fn unsupported_protocol(requested: u64) -> Self {
+    /// `hello` offered no version this server speaks; `data.supported` lists the ones it does.
+    pub fn unsupported_protocol(offered: &[u32]) -> Self {
         Self::new(
             codes::UNSUPPORTED_PROTOCOL,
             format!(
-                "protocol: {requested} is not supported; this server speaks protocol {PROTOCOL_VERSION}"
+                "params.protocols: none of {offered:?} is supported; this server speaks {SUPPORTED_PROTOCOLS:?}"
             ),
         )
-        .with_data(serde_json::json!({ "supported": [PROTOCOL_VERSION] }))
+        .with_data(serde_json::json!({ "supported": SUPPORTED_PROTOCOLS }))
     }
 
     pub fn busy(limit: usize) -> Self {

@@ -11,18 +11,18 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::Value;
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{Semaphore, broadcast, watch};
 use tokio::task::JoinSet;
 
 use super::codec::LineWriter;
 use super::connection::{self, Shared};
+use super::methods::{Event, HelloResult, Request};
 use super::discovery::{
     self, DiscoveryError, METADATA_EXT, Metadata, current_uid, ensure_private_dir,
 };
 use super::protocol::{
-    ControlError, HelloResult, MAX_REQUEST_LINE, MAX_SERVER_LINE, Payload, Response,
+    ControlError, MAX_REQUEST_LINE, MAX_SERVER_LINE, Payload, Response,
 };
 
 /// A boxed future, as [`Handler::handle`] returns it.
@@ -41,18 +41,17 @@ pub struct Session {
 
 /// The service behind the socket. `hello` and `subscribe` never reach it.
 pub trait Handler: Send + Sync + 'static {
-    /// Answers one request. Unknown methods return [`ControlError::unknown_method`]. Runs
-    /// concurrently with the connection's other requests.
+    /// Answers one request (its params already read and checked). Runs concurrently with the
+    /// connection's other requests; `hello` and `subscribe` are the connection's own.
     fn handle<'a>(
         &'a self,
-        method: &'a str,
-        params: Value,
+        request: Request,
         session: &'a Session,
     ) -> BoxFuture<'a, Result<Payload, ControlError>>;
 
-    /// A fresh receiver of the values that subscribed connections get as `event`
+    /// A fresh receiver of the events that subscribed connections get as `event`
     /// notifications.
-    fn subscribe(&self) -> broadcast::Receiver<Value>;
+    fn subscribe(&self) -> broadcast::Receiver<Event>;
 }
 
 /// Limits and timeouts.
@@ -197,7 +196,7 @@ impl Server {
         let hello = HelloResult {
             protocol: super::protocol::PROTOCOL_VERSION,
             server: format!("slate {}", metadata.version),
-            parent_id: metadata.parent_id.to_string(),
+            parent_id: metadata.parent_id,
             cwd: metadata.cwd.to_string_lossy().into_owned(),
             pid: metadata.pid,
         };

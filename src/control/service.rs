@@ -5,17 +5,21 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 use tokio::sync::broadcast;
 
 use crate::config::{Loaded, ProfilesView};
+use crate::control::methods::{
+    DelegateOutcome, DelegateParams, DelegateResult, Event, FleetStats, FleetStatus,
+    ProfilesResult, RenewParams, Request, ShutdownResult, StatusParams, StatusResult, Target,
+    TranscriptResult,
+};
 use crate::control::protocol::{ControlError, Payload};
 use crate::control::server::{BoxFuture, Handler, Session};
 use crate::control::session_routing::SessionRouting;
 use crate::control::summary::{FleetSummary, SummaryRow};
-use crate::core::{
-    ChildRef, Input, MessageId, MessageMode, Party, Refusal, Renewal, Reply, RequestId,
-};
+use crate::core::{ChildRef, Input, Party, Refusal, Renewal, Reply, RequestId};
 use crate::policy::Problems;
 use crate::policy::capabilities::{OfferedTool, effective};
 use crate::policy::model::ModelContext;
@@ -25,38 +29,23 @@ use crate::policy::schema::validate_schema;
 use crate::runtime::{RuntimeEvent, RuntimeHandle};
 use crate::store::fs::RealFs;
 
-/// Every method the service answers (besides the server's own `hello` and `subscribe`).
-pub const METHODS: [&str; 17] = [
-    "status",
-    "agents",
-    "delegate",
-    "stop",
-    "stopMany",
-    "steer",
-    "message",
-    "inbox",
-    "wait",
-    "park",
-    "resume",
-    "followup",
-    "revive",
-    "transcript",
-    "profiles",
-    "shutdown",
-    "policy",
-];
+/// Who a connection's requests act as: the actor of every core [`Input`] the service builds.
+/// Every connection is the operator today; worker connections become their generation here.
+fn actor(_session: &Session) -> Party {
+    Party::Root
+}
 
 pub struct Service {
     rt: RuntimeHandle,
     loaded: Loaded,
     models: ModelContext,
     offered: Vec<OfferedTool>,
-    events: broadcast::Sender<Value>,
+    events: broadcast::Sender<Event>,
     routing: Option<Arc<SessionRouting>>,
 }
 
 impl Service {
-    /// A service for `rt`; forwards runtime events to subscribers as JSON.
+    /// A service for `rt`; forwards runtime events to subscribers.
     pub fn new(
         rt: RuntimeHandle,
         loaded: Loaded,
@@ -69,23 +58,21 @@ impl Service {
         tokio::spawn(async move {
             loop {
                 let event = source.recv().await;
-                // Nobody subscribed: no JSON to build (but the end is still announced).
+                // Nobody subscribed: nothing to copy (but the end is still announced).
                 if sink.receiver_count() == 0 && matches!(event, Ok(RuntimeEvent::Registry(_))) {
                     continue;
                 }
-                let value = match event {
-                    Ok(RuntimeEvent::Registry(e)) => json!({"kind": "registry", "event": e}),
-                    Ok(RuntimeEvent::Outcome(o)) => json!({"kind": "outcome", "outcome": o}),
+                let event = match event {
+                    Ok(RuntimeEvent::Registry(event)) => Event::Registry { event },
+                    Ok(RuntimeEvent::Outcome(outcome)) => Event::Outcome { outcome },
                     Ok(RuntimeEvent::ShutdownComplete) => {
-                        let _ = sink.send(json!({"kind": "shutdownComplete"}));
+                        let _ = sink.send(Event::ShutdownComplete);
                         break;
                     }
-                    Err(broadcast::error::RecvError::Lagged(missed)) => {
-                        json!({"kind": "lagged", "missed": missed})
-                    }
+                    Err(broadcast::error::RecvError::Lagged(missed)) => Event::Lagged { missed },
                     Err(broadcast::error::RecvError::Closed) => break,
                 };
-                let _ = sink.send(value);
+                let _ = sink.send(event);
             }
         });
         Self {
@@ -110,121 +97,138 @@ impl Service {
     async fn core(
         &self,
         build: impl FnOnce(RequestId) -> Input + Send + 'static,
-    ) -> Result<Value, ControlError> {
+    ) -> Result<Reply, ControlError> {
         let reply: Result<Reply, Refusal> = self.rt.call(build).await?;
-        to_json(&reply?)
+        Ok(reply?)
     }
 
-    #[allow(clippy::too_many_lines, reason = "one arm per method")]
-    async fn dispatch(&self, method: &str, params: Value) -> Result<Value, ControlError> {
-        let p = Params(&params);
-        match method {
-            "agents" => to_json(&self.rt.query(crate::core::Coordinator::agents).await?),
-            "delegate" => self.delegate(&params).await,
-            "stop" => {
-                let target = p.child_ref("target")?;
-                self.core(move |request| Input::Stop {
-                    request,
-                    actor: Party::Root,
-                    target,
-                })
-                .await
+    /// One typed request, acting as [`actor`] of `session`. Each arm says what its method does;
+    /// the result is written once as JSON text.
+    async fn dispatch(&self, request: Request, session: &Session) -> Result<Payload, ControlError> {
+        let actor = actor(session);
+        match request {
+            Request::Status(p) => self.status(p).await,
+            Request::Agents(_) => raw(&self.rt.query(crate::core::Coordinator::agents).await?),
+            Request::Delegate(p) => raw(&self.delegate(p, actor).await?),
+            Request::Stop(p) => {
+                let target = p.target.0;
+                let reply = self
+                    .core(move |request| Input::Stop {
+                        request,
+                        actor,
+                        target,
+                    })
+                    .await?;
+                raw(&reply)
             }
-            "stopMany" => {
-                let targets = p.child_refs("targets")?;
-                self.core(move |request| Input::StopMany {
-                    request,
-                    actor: Party::Root,
-                    targets,
-                })
-                .await
+            Request::StopMany(p) => {
+                let targets = p.targets.into_iter().map(|t| t.0).collect();
+                let reply = self
+                    .core(move |request| Input::StopMany {
+                        request,
+                        actor,
+                        targets,
+                    })
+                    .await?;
+                raw(&reply)
             }
-            "steer" => {
-                let (target, text) = (p.child_ref("target")?, p.string("text")?);
-                self.core(move |request| Input::Steer {
-                    request,
-                    target,
-                    text,
-                })
-                .await
+            Request::Steer(p) => {
+                let (target, text) = (p.target.0, p.text);
+                let reply = self
+                    .core(move |request| Input::Steer {
+                        request,
+                        target,
+                        text,
+                    })
+                    .await?;
+                raw(&reply)
             }
-            "message" => {
-                let (target, text) = (p.optional_ref("target")?, p.string("text")?);
-                let mode = p.mode()?;
-                self.core(move |request| Input::Message {
-                    request,
-                    actor: Party::Root,
-                    target,
-                    text,
-                    mode,
-                })
-                .await
+            Request::Message(p) => {
+                let (target, text, mode) = (p.target.map(|t| t.0), p.text, p.mode);
+                let reply = self
+                    .core(move |request| Input::Message {
+                        request,
+                        actor,
+                        target,
+                        text,
+                        mode,
+                    })
+                    .await?;
+                raw(&reply)
             }
-            "inbox" => {
-                self.core(|request| Input::Inbox {
-                    request,
-                    actor: Party::Root,
-                })
-                .await
+            Request::Inbox(_) => raw(&self.core(move |request| Input::Inbox { request, actor }).await?),
+            Request::Wait(p) => {
+                let target = p.target.map(|t| t.0);
+                let message_id = p.message_id.map(|m| m.0);
+                let timeout_ms = p.timeout_ms;
+                let reply = self
+                    .core(move |request| Input::Wait {
+                        request,
+                        actor,
+                        target,
+                        message_id,
+                        timeout_ms,
+                    })
+                    .await?;
+                raw(&reply)
             }
-            "wait" => {
-                let target = p.optional_ref("target")?;
-                let message_id = p.message_id()?;
-                let timeout_ms = p.u64("timeoutMs")?;
-                self.core(move |request| Input::Wait {
-                    request,
-                    actor: Party::Root,
-                    target,
-                    message_id,
-                    timeout_ms,
-                })
-                .await
+            Request::Park(p) => {
+                let target = p.target.0;
+                let reply = self
+                    .core(move |request| Input::Park {
+                        request,
+                        actor,
+                        target,
+                    })
+                    .await?;
+                raw(&reply)
             }
-            "park" => {
-                let target = p.child_ref("target")?;
-                self.core(move |request| Input::Park {
-                    request,
-                    actor: Party::Root,
-                    target,
-                })
-                .await
+            Request::Resume(p) => {
+                let (target, assignment) = (p.target.0, p.assignment);
+                let reply = self
+                    .core(move |request| Input::Resume {
+                        request,
+                        actor,
+                        target,
+                        assignment,
+                    })
+                    .await?;
+                raw(&reply)
             }
-            "resume" => {
-                let (target, assignment) = (p.child_ref("target")?, p.string("assignment")?);
-                self.core(move |request| Input::Resume {
-                    request,
-                    actor: Party::Root,
-                    target,
-                    assignment,
-                })
-                .await
-            }
-            "followup" | "revive" => self.renew(method, &p).await,
-            "transcript" => self.transcript(p.child_ref("target")?).await,
-            "profiles" => to_json(&ProfilesView::new(self.loaded.clone())),
-            "policy" => to_json(&self.rt.query(|c| *c.policy()).await?),
-            "shutdown" => {
+            Request::Followup(p) => raw(&self.renew(Renew::Followup, p, actor).await?),
+            Request::Revive(p) => raw(&self.renew(Renew::Revive, p, actor).await?),
+            Request::Transcript(p) => raw(&self.transcript(p.target.0).await?),
+            Request::Profiles(_) => raw(&ProfilesResult(
+                serde_json::to_value(ProfilesView::new(self.loaded.clone()))
+                    .map_err(|e| ControlError::internal(&e.to_string()))?,
+            )),
+            Request::Policy(_) => raw(&self.rt.query(|c| *c.policy()).await?),
+            Request::Shutdown(_) => {
                 let rt = self.rt.clone();
                 tokio::spawn(async move {
                     let _ = rt.shutdown().await;
                 });
-                Ok(json!({"shuttingDown": true}))
+                raw(&ShutdownResult {
+                    shutting_down: true,
+                })
             }
-            other => Err(ControlError::unknown_method(other)),
+            // The connection answers these itself; reaching here is a bug.
+            Request::Hello(_) | Request::Subscribe(_) => Err(ControlError::internal(
+                "hello and subscribe are handled by the connection",
+            )),
         }
     }
 
     /// With a target: the pinned snapshot, its generations and presence. Without: the fleet;
     /// `summary` rows carry only what the fleet table shows (about a tenth of a snapshot).
-    /// `{target?, summary?}`: one generation's status, the fleet, or the fleet's table rows.
-    async fn status(&self, params: &Value) -> Result<Payload, ControlError> {
-        let p = Params(params);
-        if let Some(r) = p.optional_ref("target")? {
-            let view = self.rt.query(move |c| c.status(r)).await?;
-            return to_json(&view?).map(Payload::Value);
+    /// Inside the actor only detached copies are taken; the JSON text is written out here, once,
+    /// so a large status never holds up worker events.
+    async fn status(&self, p: StatusParams) -> Result<Payload, ControlError> {
+        if let Some(Target(r)) = p.target {
+            let view = self.rt.query(move |c| c.status(r)).await??;
+            return raw(&StatusResult::Generation(Box::new(view)));
         }
-        if p.0.get("summary").and_then(Value::as_bool) == Some(true) {
-            // Only the table's fields leave the actor; the answer is written once, as text.
+        if p.summary {
             let (parent_id, children, stats, policy) = self
                 .rt
                 .query(|c| {
@@ -235,21 +239,16 @@ impl Service {
                             ..SummaryRow::of(s).into_owned()
                         })
                         .collect();
-                    (c.root_id(), rows, stats_json(c), *c.policy())
+                    (c.root_id(), rows, fleet_stats(c), *c.policy())
                 })
                 .await?;
-            let fleet = FleetSummary {
+            return raw(&FleetSummary {
                 parent_id,
                 children,
                 stats,
-                policy: to_json(&policy)?,
-            };
-            return serde_json::value::to_raw_value(&fleet)
-                .map(Payload::Raw)
-                .map_err(|e| ControlError::internal(&e.to_string()));
+                policy,
+            });
         }
-        // Inside the actor only the detached copies are taken; JSON is built out here so a
-        // large status never holds up worker events.
         let (parent_id, children, agents, stats, policy) = self
             .rt
             .query(|c| {
@@ -257,18 +256,18 @@ impl Service {
                     c.root_id(),
                     c.list(),
                     c.agents(),
-                    stats_json(c),
+                    fleet_stats(c),
                     *c.policy(),
                 )
             })
             .await?;
-        Ok(Payload::Value(json!({
-            "parentId": parent_id,
-            "children": children,
-            "agents": agents,
-            "stats": stats,
-            "policy": policy,
-        })))
+        raw(&FleetStatus {
+            parent_id,
+            children,
+            agents,
+            stats,
+            policy,
+        })
     }
 
     fn resolve(&self, call: &DelegateCall) -> Result<Vec<crate::core::TaskSpec>, ControlError> {
@@ -291,47 +290,47 @@ impl Service {
         .map_err(|problems| ControlError::from(Problems(problems)))
     }
 
-    /// `{request, background?}`: native `delegate_task` or compatibility `subagent` launch.
-    async fn delegate(&self, params: &Value) -> Result<Value, ControlError> {
-        let request = params
-            .get("request")
-            .ok_or_else(|| ControlError::invalid_request("params.request: required"))?;
-        let mut call = match parse_delegate_task(request) {
+    /// Native `delegate_task` or compatibility `subagent` launch; `background` overrides the
+    /// request's own.
+    async fn delegate(&self, p: DelegateParams, actor: Party) -> Result<DelegateResult, ControlError> {
+        let mut call = match parse_delegate_task(&p.request) {
             Ok(call) => call,
-            Err(native) => match parse_subagent(request) {
+            Err(native) => match parse_subagent(&p.request) {
                 Ok(SubagentRequest::Launch(call)) => call,
                 _ => return Err(ControlError::from(Problems(native))),
             },
         };
-        if let Some(background) = params.get("background").and_then(Value::as_bool) {
+        if let Some(background) = p.background {
             call.background = background;
         }
         let tasks = self.resolve(&call)?;
         if call.background {
-            return self
+            let reply = self
                 .core(move |request| Input::Admit {
                     request,
-                    actor: Party::Root,
+                    actor,
                     tasks,
                     background: true,
                 })
-                .await;
+                .await?;
+            return Ok(DelegateResult::Background(reply));
         }
-        let fg = self.rt.delegate(Party::Root, tasks).await??;
-        let admitted = to_json(&fg.admitted)?;
+        let fg = self.rt.delegate(actor, tasks).await??;
         let outcome = fg
             .outcome
             .await
             .map_err(|_| ControlError::shutting_down())?;
-        Ok(json!({"admitted": admitted, "outcome": outcome}))
+        Ok(DelegateResult::Foreground(Box::new(DelegateOutcome {
+            admitted: fg.admitted,
+            outcome,
+        })))
     }
 
     /// Followup or revive: current profile grants for the target's role, intersected by the
     /// core with the previous generation's.
-    async fn renew(&self, method: &str, p: &Params<'_>) -> Result<Value, ControlError> {
-        let target = p.child_ref("target")?;
-        let assignment = p.string("assignment")?;
-        let schema = match p.0.get("resultSchema") {
+    async fn renew(&self, kind: Renew, p: RenewParams, actor: Party) -> Result<Reply, ControlError> {
+        let target = p.target.0;
+        let schema = match &p.result_schema {
             Some(schema) => Some(
                 validate_schema(schema, "$.resultSchema")
                     .map_err(|problems| ControlError::from(Problems(problems)))?
@@ -354,7 +353,7 @@ impl Service {
             in_root,
         );
         let renewal = Renewal {
-            assignment,
+            assignment: p.assignment,
             tools: caps.tools,
             leaf_tools: caps.leaf_tools,
             skills: profile.skills.clone(),
@@ -363,55 +362,68 @@ impl Service {
             limits: crate::core::LimitOverrides::default(),
             result_schema: schema,
         };
-        if method == "followup" {
-            self.core(move |request| Input::Followup {
-                request,
-                actor: Party::Root,
-                target,
-                renewal,
-            })
-            .await
-        } else {
-            self.core(move |request| Input::Revive {
-                request,
-                actor: Party::Root,
-                target,
-                renewal,
-            })
-            .await
+        match kind {
+            Renew::Followup => {
+                self.core(move |request| Input::Followup {
+                    request,
+                    actor,
+                    target,
+                    renewal,
+                })
+                .await
+            }
+            Renew::Revive => {
+                self.core(move |request| Input::Revive {
+                    request,
+                    actor,
+                    target,
+                    renewal,
+                })
+                .await
+            }
         }
     }
 
     /// The read-only messages of exactly one generation, from its pi session file.
-    async fn transcript(&self, target: ChildRef) -> Result<Value, ControlError> {
+    async fn transcript(&self, target: ChildRef) -> Result<TranscriptResult, ControlError> {
         let snapshot = self
             .rt
             .snapshot(target)
             .await?
             .ok_or(Refusal::UnknownIdentity(target))?;
-        let Some(path) = snapshot.transcript else {
-            return Ok(json!({"target": target.to_string(), "messages": []}));
+        let messages = match snapshot.transcript {
+            None => Vec::new(),
+            Some(path) => tokio::task::spawn_blocking(move || read_transcript(&PathBuf::from(path)))
+                .await
+                .map_err(|e| ControlError::internal(&e.to_string()))??,
         };
-        let messages = tokio::task::spawn_blocking(move || read_transcript(&PathBuf::from(path)))
-            .await
-            .map_err(|e| ControlError::internal(&e.to_string()))??;
-        Ok(json!({"target": target.to_string(), "messages": messages}))
+        Ok(TranscriptResult {
+            target: Target(target),
+            messages,
+        })
     }
 }
 
+/// Which new generation a renewal makes.
+#[derive(Clone, Copy, Debug)]
+enum Renew {
+    Followup,
+    Revive,
+}
+
 /// The coordinator's counters, as `status` reports them.
-fn stats_json(c: &crate::core::Coordinator) -> Value {
+fn fleet_stats(c: &crate::core::Coordinator) -> FleetStats {
     let stats = c.stats();
-    json!({
-        "activePermits": stats.active_permits,
-        "queued": stats.queued,
-        "writer": stats.writer.map(|w| w.to_string()),
-        "admittedMessages": stats.admitted_messages,
-        "pendingWaiters": stats.pending_waiters,
-        "liveWorkers": stats.live_workers,
-        "openWindows": stats.open_windows,
-        "rootInbox": c.root_inbox_len(),
-    })
+    FleetStats {
+        active_permits: stats.active_permits,
+        queued: stats.queued as u64,
+        writer: stats.writer.map(Target),
+        admitted_messages: stats.admitted_messages,
+        pending_waiters: stats.pending_waiters as u64,
+        live_workers: stats.live_workers,
+        open_windows: stats.open_windows as u64,
+        root_inbox: c.root_inbox_len() as u64,
+    }
 }
 
 /// pi session entries of type `message`, in order; provider payloads stay in the file.
@@ -433,111 +445,20 @@ fn read_transcript(path: &std::path::Path) -> Result<Vec<Value>, ControlError> {
 impl Handler for Service {
     fn handle<'a>(
         &'a self,
-        method: &'a str,
-        params: Value,
-        _session: &'a Session,
+        request: Request,
+        session: &'a Session,
     ) -> BoxFuture<'a, Result<Payload, ControlError>> {
-        Box::pin(async move {
-            if method == "status" {
-                return self.status(&params).await;
-            }
-            self.dispatch(method, params).await.map(Payload::Value)
-        })
+        Box::pin(self.dispatch(request, session))
     }
 
-    fn subscribe(&self) -> broadcast::Receiver<Value> {
+    fn subscribe(&self) -> broadcast::Receiver<Event> {
         self.events.subscribe()
     }
 }
 
-fn to_json<T: serde::Serialize>(value: &T) -> Result<Value, ControlError> {
-    serde_json::to_value(value).map_err(|e| ControlError::internal(&e.to_string()))
-}
-
-/// Typed access to request parameters, each failure naming the field.
-struct Params<'a>(&'a Value);
-
-impl Params<'_> {
-    fn field(&self, name: &str) -> Option<&Value> {
-        self.0.get(name).filter(|v| !v.is_null())
-    }
-
-    fn string(&self, name: &str) -> Result<String, ControlError> {
-        self.field(name)
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .ok_or_else(|| {
-                ControlError::invalid_request(&format!("params.{name}: a string is required"))
-            })
-    }
-
-    fn u64(&self, name: &str) -> Result<u64, ControlError> {
-        self.field(name).and_then(Value::as_u64).ok_or_else(|| {
-            ControlError::invalid_request(&format!(
-                "params.{name}: a non-negative integer is required"
-            ))
-        })
-    }
-
-    fn parse_ref(name: &str, text: &str) -> Result<ChildRef, ControlError> {
-        text.parse()
-            .map_err(|e| ControlError::invalid_request(&format!("params.{name}: {e}")))
-    }
-
-    fn child_ref(&self, name: &str) -> Result<ChildRef, ControlError> {
-        Self::parse_ref(name, &self.string(name)?)
-    }
-
-    fn optional_ref(&self, name: &str) -> Result<Option<ChildRef>, ControlError> {
-        match self.field(name) {
-            None => Ok(None),
-            Some(Value::String(s)) => Self::parse_ref(name, s).map(Some),
-            Some(_) => Err(ControlError::invalid_request(&format!(
-                "params.{name}: expected \"UUID@generation\""
-            ))),
-        }
-    }
-
-    fn child_refs(&self, name: &str) -> Result<Vec<ChildRef>, ControlError> {
-        let items = self.field(name).and_then(Value::as_array).ok_or_else(|| {
-            ControlError::invalid_request(&format!(
-                "params.{name}: an array of \"UUID@generation\" is required"
-            ))
-        })?;
-        items
-            .iter()
-            .enumerate()
-            .map(|(i, v)| {
-                let text = v.as_str().ok_or_else(|| {
-                    ControlError::invalid_request(&format!(
-                        "params.{name}[{i}]: expected \"UUID@generation\""
-                    ))
-                })?;
-                Self::parse_ref(&format!("{name}[{i}]"), text)
-            })
-            .collect()
-    }
-
-    fn message_id(&self) -> Result<Option<MessageId>, ControlError> {
-        match self.field("messageId") {
-            None => Ok(None),
-            Some(Value::String(s)) => crate::core::ids::parse_full_uuid(s)
-                .map(|u| Some(MessageId(u)))
-                .map_err(|e| ControlError::invalid_request(&format!("params.messageId: {e}"))),
-            Some(_) => Err(ControlError::invalid_request(
-                "params.messageId: expected a UUID string",
-            )),
-        }
-    }
-
-    fn mode(&self) -> Result<MessageMode, ControlError> {
-        match self.field("mode").map(Value::as_str) {
-            None | Some(Some("inbox")) => Ok(MessageMode::Inbox),
-            Some(Some("steer")) => Ok(MessageMode::Steer),
-            Some(Some("followUp")) => Ok(MessageMode::FollowUp),
-            Some(_) => Err(ControlError::invalid_request(
-                "params.mode: one of inbox, steer, followUp",
-            )),
-        }
-    }
+/// A typed result as JSON text, written once (no intermediate tree).
+fn raw<T: Serialize>(value: &T) -> Result<Payload, ControlError> {
+    serde_json::value::to_raw_value(value)
+        .map(Payload::Raw)
+        .map_err(|e| ControlError::internal(&e.to_string()))
 }

@@ -1,35 +1,35 @@
 //! The fleet table's rows: what `status {summary: true}` returns for each current
 //! generation. Typed on both ends so the server writes rows straight from snapshots and the
-//! client reads them borrowing from the response text, with no intermediate JSON tree.
+//! client reads them straight from the response text, with no intermediate JSON tree.
 
 use std::borrow::Cow;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::policy::scheduling::SchedulingPolicy;
+
+use crate::control::methods::FleetStats;
 use crate::core::{ChildSnapshot, Presence, Role, Status, clip_chars};
 
 /// Long text in a row is clipped to this many characters (the table shows less).
 pub const SUMMARY_CHARS: usize = 120;
 
 /// `status {summary: true}`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FleetSummary<'a> {
     pub parent_id: Uuid,
-    #[serde(borrow)]
     pub children: Vec<SummaryRow<'a>>,
-    /// The coordinator's counters (`activePermits`, `queued`, `writer`, …), as in the full
-    /// status answer.
-    #[serde(default)]
-    pub stats: serde_json::Value,
-    #[serde(default)]
-    pub policy: serde_json::Value,
+    /// The coordinator's counters, as in the full status answer.
+    pub stats: FleetStats,
+    pub policy: SchedulingPolicy,
 }
 
 /// One generation as the fleet table shows it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SummaryRow<'a> {
     pub id: Uuid,
     pub generation: u32,
@@ -39,10 +39,8 @@ pub struct SummaryRow<'a> {
     pub profile: Role,
     pub status: Status,
     /// Clipped to [`SUMMARY_CHARS`].
-    #[serde(borrow)]
     pub assignment: Cow<'a, str>,
     /// Newest activity, clipped to [`SUMMARY_CHARS`].
-    #[serde(borrow)]
     pub activity: Option<Cow<'a, str>>,
     pub telemetry: SummaryTelemetry,
     pub writer_lease: bool,
@@ -55,15 +53,16 @@ pub struct SummaryRow<'a> {
 }
 
 /// Direct usage of the generation; `null` means unavailable (never shown as zero).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SummaryTelemetry {
     pub requests: Option<u32>,
     pub tokens: Option<TokenTotal>,
     pub cost: Option<f64>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct TokenTotal {
     pub total: u64,
 }

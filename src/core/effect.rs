@@ -1,6 +1,6 @@
 //! What the coordinator asks its runtime to do, as plain data.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::core::ids::{CallId, ChildRef, MessageId, Millis, Party, RequestId};
 use crate::core::input::TimerKey;
@@ -69,7 +69,7 @@ pub struct WorkerStart {
 }
 
 /// How a call's window outcome is delivered.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum Delivery {
     /// The caller is waiting: answer it with the ordered outcomes.
@@ -80,7 +80,7 @@ pub enum Delivery {
     Silent,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WindowOutcome {
     pub call: CallId,
@@ -92,7 +92,7 @@ pub struct WindowOutcome {
 }
 
 /// Successful answers.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "camelCase")]
 pub enum Reply {
     /// Admission, resume, followup or revive: the call whose window outcome will follow,
@@ -127,7 +127,7 @@ pub enum Reply {
 }
 
 /// How a wait ended.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "camelCase")]
 pub enum WaitResult {
     Outcome { outcome: WaitOutcome },

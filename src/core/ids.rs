@@ -11,7 +11,7 @@ pub type Millis = u64;
 
 /// One generation of one identity. Displayed and parsed strictly as `UUID@generation`;
 /// never prefix-matched and never resolved to "the latest".
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ChildRef {
     pub id: Uuid,
     pub generation: u32,
@@ -138,6 +138,21 @@ impl Serialize for Party {
     }
 }
 
+/// In schemas a party is the string it is on the wire.
+impl schemars::JsonSchema for Party {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Party".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "\"root\" or \"UUID@generation\"",
+            "pattern": "^(root|[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}@[1-9][0-9]*)$"
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for Party {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let s = String::deserialize(deserializer)?;
@@ -146,22 +161,22 @@ impl<'de> Deserialize<'de> for Party {
 }
 
 /// Identifies one caller request so the runtime can route the matching `Effect::Reply`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(transparent)]
 pub struct RequestId(pub u64);
 
 /// One admission (or resume/renewal) call: the unit that receives one window outcome.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(transparent)]
 pub struct CallId(pub u64);
 
 /// A pending `wait`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(transparent)]
 pub struct WaiterId(pub u64);
 
 /// A message receipt id (a UUID from the same id source as identities).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(transparent)]
 pub struct MessageId(pub Uuid);
 

@@ -106,7 +106,7 @@ pub enum Input {
 }
 
 /// Timers the core asks the runtime to arm.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum TimerKey {
     /// The deadline of one execution window of one generation.
     Deadline { child: ChildRef, window: u32 },
@@ -189,7 +189,7 @@ pub enum WorkerEvent {
 }
 
 /// Usage of one assistant message.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Usage {
     pub tokens: Tokens,
     pub cost: Option<f64>,

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 ///
 /// `queued → setup → running → settled | failed | cancelled`, plus `pausing → paused → queued`
 /// for deadline continuation and `draining` while cancellation or publication drains.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Queued,
@@ -48,7 +48,7 @@ impl std::fmt::Display for Status {
 }
 
 /// Presence of an identity's current generation, kept apart from its status.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Presence {
     /// queued, setup, running or draining.
@@ -82,7 +82,7 @@ impl std::fmt::Display for Presence {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum PauseReason {
     #[serde(rename = "deadline")]
     Deadline,
@@ -91,7 +91,7 @@ pub enum PauseReason {
 }
 
 /// The hard limit that cancelled a generation (the first one committed is kept).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum LimitReason {
     Requests,
@@ -99,7 +99,7 @@ pub enum LimitReason {
 }
 
 /// Why active work is being cancelled. The first committed cause is kept.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum CancelCause {
     /// `stop` / `stopMany` on this generation or an ancestor.
@@ -131,7 +131,7 @@ impl CancelCause {
 }
 
 /// Abort reasons sent to a worker.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum AbortReason {
     Cancel(CancelCause),

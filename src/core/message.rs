@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::core::ids::{MessageId, Party};
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum MessageMode {
     #[default]
     #[serde(rename = "inbox")]
@@ -26,7 +26,7 @@ impl MessageMode {
 }
 
 /// What actually happened to a message. None of these means the model understood it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ReceiptStatus {
     /// Admitted to the recipient's mailbox.
@@ -54,7 +54,7 @@ impl ReceiptStatus {
 }
 
 /// A message and its receipt: `{id,sender,recipient,text,mode,status,error?}`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Message {
     pub id: MessageId,
     pub sender: Party,

@@ -8,7 +8,7 @@ use crate::core::lifecycle::{LimitReason, PauseReason, Presence, Status};
 use crate::core::task::{BuiltinTool, CapabilityDenial, Limits, Prewalk, Role};
 
 /// Token counts as the worker reports them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Tokens {
     pub input: u64,
@@ -32,7 +32,7 @@ impl Tokens {
 }
 
 /// Context-window usage reported by the worker (never synthesized).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ContextUsage {
     pub tokens: Option<u64>,
@@ -42,7 +42,7 @@ pub struct ContextUsage {
 
 /// Direct telemetry of one generation. `null` means unavailable; a reported zero stays zero.
 /// No subtree total is ever synthesized.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Telemetry {
     pub requests: Option<u32>,
@@ -53,7 +53,7 @@ pub struct Telemetry {
 }
 
 /// Structured-result protocol state (`resultSchema` tasks only).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StructuredOutcome {
     pub validation: Validation,
@@ -64,7 +64,7 @@ pub struct StructuredOutcome {
     pub finalized: bool,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Validation {
     Awaiting,
@@ -73,7 +73,7 @@ pub enum Validation {
 }
 
 /// References to fully written artifacts only.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Artifacts {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -86,7 +86,7 @@ pub struct Artifacts {
 
 /// pi's automatic retry of a failed model request, while it is under way (set from the
 /// worker's `auto_retry_start`, cleared by `auto_retry_end` or when the prompt resolves).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Retry {
     pub attempt: u32,
@@ -98,7 +98,7 @@ pub struct Retry {
 }
 
 /// The execution window: admission or an explicit resume starts a new one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Window {
     /// 1 for the admission window, +1 per resume.
@@ -110,7 +110,7 @@ pub struct Window {
 
 /// The logical action of a generation: what was asked for and which logical model the latest
 /// accepted route serves.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LogicalSnapshot {
     /// The logical model the task named.
@@ -128,7 +128,7 @@ pub struct LogicalSnapshot {
 }
 
 /// A detached, immutable view of one generation.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ChildSnapshot {
     pub id: Uuid,
@@ -200,7 +200,7 @@ impl ChildSnapshot {
 }
 
 /// Current presence of one identity (its current generation).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentPresence {
     pub id: Uuid,
@@ -209,7 +209,7 @@ pub struct AgentPresence {
 }
 
 /// `{type:"changed"|"sdk", child, event?}` — detached snapshots for observers.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RegistryEvent {
     #[serde(rename = "type")]
@@ -219,7 +219,7 @@ pub struct RegistryEvent {
     pub event: Option<serde_json::Value>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum RegistryEventKind {
     Changed,
@@ -227,7 +227,7 @@ pub enum RegistryEventKind {
 }
 
 /// What a `wait` on a target returns: identity and status only, no peer result or transcript.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WaitOutcome {
     pub id: Uuid,
@@ -240,7 +240,7 @@ pub struct WaitOutcome {
 }
 
 /// Root `status`: the pinned snapshot, its identity's generations and current presence.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StatusView {
     pub snapshot: ChildSnapshot,

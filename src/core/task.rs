@@ -9,7 +9,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 /// The four bundled roles. Custom role names are not supported.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     Scout,
@@ -54,7 +54,7 @@ impl fmt::Display for Role {
 }
 
 /// pi's seven builtin tools, in role order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum BuiltinTool {
     Read,
@@ -109,7 +109,7 @@ impl fmt::Display for BuiltinTool {
 }
 
 /// Live-messaging actions a child may be granted (root has them all).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum CoordinationAction {
     Message,
@@ -128,7 +128,7 @@ impl CoordinationAction {
 }
 
 /// An exact physical model selection.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelSelection {
     pub provider: String,
@@ -139,7 +139,7 @@ pub struct ModelSelection {
 
 /// One physical route of a logical action: the logical model it belongs to and the exact
 /// provider, Pi model id and fixed effort it runs with.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PlannedRoute {
     /// The logical model this route serves (recovery can move to another logical model).
@@ -151,7 +151,7 @@ pub struct PlannedRoute {
 /// A task that named a logical model (spec 002 "Action contract"). `routes[0]` is the first
 /// route (the task's `model`); the rest is the pure recovery order after it, computed at
 /// admission from the routing policy and the session's remembered providers.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LogicalAction {
     pub model: String,
@@ -162,14 +162,14 @@ pub struct LogicalAction {
 }
 
 /// One-way prewalk state recorded on a snapshot.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Prewalk {
     pub target: String,
     pub status: PrewalkStatus,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum PrewalkStatus {
     Armed,
@@ -179,14 +179,14 @@ pub enum PrewalkStatus {
 }
 
 /// A tool the policy declined to forward, with the reason.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CapabilityDenial {
     pub name: String,
     pub reason: String,
 }
 
 /// Execution limits of one generation (all finite; there is no unlimited sentinel).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Limits {
     pub deadline_ms: u64,
@@ -211,7 +211,7 @@ impl Limits {
 }
 
 /// Request-level `limits`: each field can only narrow the effective ceiling.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LimitOverrides {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -229,7 +229,7 @@ pub struct LimitOverrides {
 /// A fully resolved assignment, ready for admission. Grants are the *effective* ones after
 /// profile, operator, project and request narrowing (policy's job); the core checks them
 /// against the delegating ancestor and the registry.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskSpec {
     pub assignment: String,
@@ -308,7 +308,7 @@ pub fn is_writer(tools: &[BuiltinTool], leaf_tools: &[String]) -> bool {
 
 /// The grants re-resolved by policy for a followup or revive. The core intersects them with
 /// the previous generation's admitted grants, so nothing removed is ever restored.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Renewal {
     pub assignment: String,

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::core::task::Limits;
 
 /// `SchedulingPolicy`: all values finite; there is no unlimited sentinel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SchedulingPolicy {
     /// Active children, including setup, waiting nested parents and draining.

@@ -3,10 +3,8 @@
 
 use std::fmt::Write as _;
 
-use serde_json::Value;
-
 use super::state::{Action, Bulk, Failure, Hub, NoticeKind, UiEffect, WAIT_MS};
-use crate::core::{ChildRef, ChildSnapshot, Presence, Status};
+use crate::core::{ChildRef, ChildSnapshot, Presence, ReceiptStatus, Reply, Status, WaitResult};
 
 impl Hub {
     // ----- eligibility, checked against the latest snapshot --------------------------
@@ -149,7 +147,7 @@ impl Hub {
     pub(super) fn control_done(
         &mut self,
         id: u64,
-        result: Result<Value, Failure>,
+        result: Result<Reply, Failure>,
         effects: &mut Vec<UiEffect>,
     ) {
         let Some(index) = self.pending.iter().position(|(i, _)| *i == id) else {
@@ -157,8 +155,8 @@ impl Hub {
         };
         let (_, action) = self.pending.remove(index);
         let label = action.label();
-        let value = match result {
-            Ok(v) => v,
+        let reply = match result {
+            Ok(reply) => reply,
             Err(f) => {
                 let code = f.code.map(|c| format!(" [{c}]")).unwrap_or_default();
                 self.set_notice(
@@ -168,45 +166,51 @@ impl Hub {
                 return;
             }
         };
-        let s = |v: &Value| match v {
-            Value::String(s) => s.clone(),
-            Value::Null => "?".to_owned(),
-            other => other.to_string(),
-        };
-        let text = match &action {
-            Action::Steer { .. } | Action::Message { .. } => {
-                let m = &value["message"];
-                let mut text = format!("{label}: receipt {} is {}", s(&m["id"]), s(&m["status"]));
-                if let Some(e) = m.get("error").and_then(Value::as_str) {
+        let text = match (&action, &reply) {
+            (Action::Steer { .. } | Action::Message { .. }, Reply::Message { message }) => {
+                let mut text = format!(
+                    "{label}: receipt {} is {}",
+                    message.id,
+                    receipt_name(message.status)
+                );
+                if let Some(e) = &message.error {
                     let _ = write!(text, " ({e})");
                 }
                 text.push_str(" — the receipt state, not a model acknowledgement");
                 text
             }
-            Action::Wait { .. } => {
-                let r = &value["result"];
-                match r["kind"].as_str() {
-                    Some("outcome") => format!("{label}: outcome {}", s(&r["outcome"]["status"])),
-                    Some("timeout") => format!("{label}: no outcome within {WAIT_MS} ms"),
-                    Some(other) => format!("{label}: {other}"),
-                    None => format!("{label}: {}", s(r)),
+            (Action::Wait { .. }, Reply::Wait { result }) => match result {
+                WaitResult::Outcome { outcome } => {
+                    format!("{label}: outcome {}", outcome.status.as_str())
                 }
-            }
-            Action::Stop { .. } | Action::Park { .. } => {
-                let c = &value["child"];
-                format!(
-                    "{label}: the registry reports it {}{}",
-                    s(&c["status"]),
-                    if c["disposed"].as_bool() == Some(true) {
-                        ", disposed"
-                    } else {
-                        ""
-                    }
-                )
-            }
-            Action::StopMany { .. } => {
-                let n = value["children"].as_array().map_or(0, Vec::len);
-                format!("{label}: the registry reports {n} generations marked")
+                WaitResult::Timeout => format!("{label}: no outcome within {WAIT_MS} ms"),
+                WaitResult::Messages { messages } => {
+                    format!("{label}: {} messages", messages.len())
+                }
+                WaitResult::Message { message } => format!(
+                    "{label}: message {} is {}",
+                    message.id,
+                    receipt_name(message.status)
+                ),
+                WaitResult::Cancelled => format!("{label}: cancelled"),
+                WaitResult::Shutdown => format!("{label}: shutdown"),
+            },
+            (Action::Stop { .. } | Action::Park { .. }, Reply::Snapshot { child }) => format!(
+                "{label}: the registry reports it {}{}",
+                child.status.as_str(),
+                if child.disposed { ", disposed" } else { "" }
+            ),
+            (Action::StopMany { .. }, Reply::Stopped { children }) => format!(
+                "{label}: the registry reports {} generations marked",
+                children.len()
+            ),
+            // The protocol ties each method to its reply; another kind is the server's bug.
+            (_, other) => {
+                self.set_notice(
+                    NoticeKind::Refusal,
+                    &format!("{label}: unexpected reply {:?}", reply_kind(other)),
+                );
+                return;
             }
         };
         if matches!(action, Action::Park { .. }) {
@@ -214,5 +218,29 @@ impl Hub {
             self.agents_in_flight = true;
         }
         self.set_notice(NoticeKind::Info, &text);
+    }
+}
+
+fn receipt_name(status: ReceiptStatus) -> &'static str {
+    match status {
+        ReceiptStatus::Accepted => "accepted",
+        ReceiptStatus::Queued => "queued",
+        ReceiptStatus::Handled => "handled",
+        ReceiptStatus::Delivered => "delivered",
+        ReceiptStatus::NotRunning => "not-running",
+        ReceiptStatus::Error => "error",
+    }
+}
+
+fn reply_kind(reply: &Reply) -> &'static str {
+    match reply {
+        Reply::Admitted { .. } => "admitted",
+        Reply::Snapshot { .. } => "snapshot",
+        Reply::Stopped { .. } => "stopped",
+        Reply::Message { .. } => "message",
+        Reply::Inbox { .. } => "inbox",
+        Reply::Wait { .. } => "wait",
+        Reply::Status { .. } => "status",
+        Reply::Ok => "ok",
     }
 }

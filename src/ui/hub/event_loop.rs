@@ -11,15 +11,17 @@ use std::time::Duration;
 use ratatui::Terminal;
 use ratatui::backend::Backend;
 use ratatui::crossterm::event::{self, Event};
-use serde_json::{Value, json};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::time::MissedTickBehavior;
 
 use super::state::{Failure, Hub, HubOptions, Msg, UiEffect};
 use super::view::HubView;
-use crate::control::protocol::{NOTIFY_EVENT, NOTIFY_LAGGED};
+use crate::control::methods::{
+    Event as ControlEvent, Lagged, NoParams, Notification, StatusParams, StatusResult,
+    Target, TargetParams, method,
+};
 use crate::control::{Client, ClientError, Subscription};
-use crate::core::{AgentPresence, ChildSnapshot, RegistryEvent};
+use crate::core::{ChildSnapshot, Reply};
 use crate::runtime::now_ms;
 use crate::ui::terminal::{Mode, TerminalGuard};
 
@@ -156,25 +158,17 @@ fn spawn_input(
 /// Registry notifications become messages, stamped with when the Hub received them.
 async fn forward(mut subscription: Subscription, tx: UnboundedSender<Msg>) {
     while let Some(n) = subscription.next().await {
-        let msg = match n.method.as_str() {
-            NOTIFY_EVENT => match n.params.get("kind").and_then(Value::as_str) {
-                Some("registry") => {
-                    match serde_json::from_value::<RegistryEvent>(n.params["event"].clone()) {
-                        Ok(e) => Msg::Registry {
-                            child: Box::new(e.child),
-                            at: now_ms(),
-                        },
-                        Err(_) => continue,
-                    }
-                }
-                Some("lagged") => Msg::Lagged(n.params["missed"].as_u64().unwrap_or(0)),
-                Some("shutdownComplete") => {
-                    Msg::Disconnected("the coordinator shut down".to_owned())
-                }
-                _ => continue,
+        let msg = match n {
+            Notification::Event(ControlEvent::Registry { event }) => Msg::Registry {
+                child: Box::new(event.child),
+                at: now_ms(),
             },
-            NOTIFY_LAGGED => Msg::Lagged(n.params["missed"].as_u64().unwrap_or(0)),
-            _ => continue,
+            Notification::Event(ControlEvent::Lagged { missed })
+            | Notification::Lagged(Lagged { missed }) => Msg::Lagged(missed),
+            Notification::Event(ControlEvent::ShutdownComplete) => {
+                Msg::Disconnected("the coordinator shut down".to_owned())
+            }
+            Notification::Event(ControlEvent::Outcome { .. }) => continue,
         };
         if tx.send(msg).is_err() {
             return;
@@ -199,21 +193,29 @@ fn failure(e: &ClientError) -> Failure {
 /// Every current generation, and the older generations of identities past their first.
 async fn load(client: &Client) -> Result<Msg, ClientError> {
     let at = now_ms();
-    let status = client.call("status", json!({})).await?;
-    let bad = |what: &str, e: serde_json::Error| ClientError::Protocol(format!("{what}: {e}"));
-    let mut snapshots: Vec<ChildSnapshot> =
-        serde_json::from_value(status["children"].clone()).map_err(|e| bad("status", e))?;
-    let agents: Vec<AgentPresence> =
-        serde_json::from_value(status["agents"].clone()).map_err(|e| bad("agents", e))?;
-    let renewed: Vec<String> = snapshots
+    let unexpected = |what: &str| ClientError::Protocol(format!("status: {what} answer expected"));
+    let StatusResult::Fleet(fleet) = client
+        .request::<method::Status>(&StatusParams::default())
+        .await?
+    else {
+        return Err(unexpected("a fleet"));
+    };
+    let (mut snapshots, agents) = (fleet.children, fleet.agents);
+    let renewed: Vec<Target> = snapshots
         .iter()
         .filter(|s| s.generation > 1)
-        .map(|s| s.child_ref().to_string())
+        .map(|s| Target(s.child_ref()))
         .collect();
     for target in renewed {
-        let view = client.call("status", json!({"target": target})).await?;
-        let generations: Vec<ChildSnapshot> = serde_json::from_value(view["generations"].clone())
-            .map_err(|e| bad("generations", e))?;
+        let params = StatusParams {
+            target: Some(target),
+            summary: false,
+        };
+        let StatusResult::Generation(view) = client.request::<method::Status>(&params).await?
+        else {
+            return Err(unexpected("a generation"));
+        };
+        let generations: Vec<ChildSnapshot> = view.generations;
         let older: Vec<ChildSnapshot> = generations
             .into_iter()
             .filter(|g| !snapshots.iter().any(|s| s.child_ref() == g.child_ref()))
@@ -234,18 +236,18 @@ fn perform(effect: UiEffect, client: &Arc<Client>, tx: &UnboundedSender<Msg>) {
     tokio::spawn(async move {
         let msg = match effect {
             UiEffect::FetchTranscript(target) => {
+                let params = TargetParams {
+                    target: Target(target),
+                };
                 let result = client
-                    .call("transcript", json!({"target": target.to_string()}))
+                    .request::<method::Transcript>(&params)
                     .await
                     .map_err(|e| e.to_string())
-                    .map(|v| v["messages"].as_array().cloned().unwrap_or_default());
+                    .map(|t| t.messages);
                 Msg::Transcript { target, result }
             }
-            UiEffect::RefreshAgents => match client.call("agents", json!({})).await {
-                Ok(v) => match serde_json::from_value(v) {
-                    Ok(agents) => Msg::Agents(agents),
-                    Err(e) => Msg::Disconnected(format!("agents: {e}")),
-                },
+            UiEffect::RefreshAgents => match client.request::<method::Agents>(&NoParams {}).await {
+                Ok(agents) => Msg::Agents(agents),
                 Err(e) => Msg::Disconnected(e.to_string()),
             },
             UiEffect::Reload => match load(&client).await {
@@ -253,10 +255,11 @@ fn perform(effect: UiEffect, client: &Arc<Client>, tx: &UnboundedSender<Msg>) {
                 Err(e) => Msg::Disconnected(e.to_string()),
             },
             UiEffect::Control { id, action } => {
-                let result = client
-                    .call(action.method(), action.params())
-                    .await
-                    .map_err(|e| failure(&e));
+                let request = action.request();
+                let result = match client.send(&request).await {
+                    Ok(raw) => raw.decode::<Reply>(request.method()).map_err(|e| failure(&e)),
+                    Err(e) => Err(failure(&e)),
+                };
                 Msg::ControlDone { id, result }
             }
         };

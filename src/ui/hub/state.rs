@@ -5,14 +5,18 @@ use std::collections::BTreeSet;
 
 use ratatui::crossterm::event::{KeyEvent, KeyEventKind};
 use ratatui::layout::Rect;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::details;
 use super::format::wrap;
 use super::layout::{Areas, Kind};
 use super::roster::{Filter, Roster, SortKey};
 use super::transcript::{Documents, Line, RowKind, documents};
-use crate::core::{AgentPresence, ChildRef, ChildSnapshot, Millis};
+use crate::control::Method as _;
+use crate::control::methods::{
+    MessageParams, Request, method, SteerParams, StopManyParams, Target, TargetParams, WaitParams,
+};
+use crate::core::{AgentPresence, ChildRef, ChildSnapshot, MessageMode, Millis, Reply};
 use crate::text::SafeText;
 
 /// The `w` wait bound.
@@ -68,27 +72,47 @@ pub enum Action {
 impl Action {
     pub fn method(&self) -> &'static str {
         match self {
-            Self::Steer { .. } => "steer",
-            Self::Message { .. } => "message",
-            Self::Wait { .. } => "wait",
-            Self::Stop { .. } => "stop",
-            Self::StopMany { .. } => "stopMany",
-            Self::Park { .. } => "park",
+            Self::Steer { .. } => method::Steer::NAME,
+            Self::Message { .. } => method::Message::NAME,
+            Self::Wait { .. } => method::Wait::NAME,
+            Self::Stop { .. } => method::Stop::NAME,
+            Self::StopMany { .. } => method::StopMany::NAME,
+            Self::Park { .. } => method::Park::NAME,
         }
     }
 
-    pub fn params(&self) -> Value {
+    /// The typed request this action sends.
+    pub fn request(&self) -> Request {
         match self {
-            Self::Steer { target, text } => json!({"target": target.to_string(), "text": text}),
-            Self::Message { target, text } => {
-                json!({"target": target.to_string(), "text": text, "mode": "inbox"})
-            }
-            Self::Wait { target } => json!({"target": target.to_string(), "timeoutMs": WAIT_MS}),
-            Self::Stop { target } | Self::Park { target } => json!({"target": target.to_string()}),
-            Self::StopMany { targets } => {
-                json!({"targets": targets.iter().map(ToString::to_string).collect::<Vec<_>>()})
-            }
+            Self::Steer { target, text } => Request::Steer(SteerParams {
+                target: Target(*target),
+                text: text.clone(),
+            }),
+            Self::Message { target, text } => Request::Message(MessageParams {
+                target: Some(Target(*target)),
+                text: text.clone(),
+                mode: MessageMode::Inbox,
+            }),
+            Self::Wait { target } => Request::Wait(WaitParams {
+                timeout_ms: WAIT_MS,
+                target: Some(Target(*target)),
+                message_id: None,
+            }),
+            Self::Stop { target } => Request::Stop(TargetParams {
+                target: Target(*target),
+            }),
+            Self::Park { target } => Request::Park(TargetParams {
+                target: Target(*target),
+            }),
+            Self::StopMany { targets } => Request::StopMany(StopManyParams {
+                targets: targets.iter().copied().map(Target).collect(),
+            }),
         }
+    }
+
+    /// The request's params as JSON (what goes on the wire).
+    pub fn params(&self) -> Value {
+        self.request().params().unwrap_or_default()
     }
 
     pub(super) fn label(&self) -> String {
@@ -139,7 +163,7 @@ pub enum Msg {
     },
     ControlDone {
         id: u64,
-        result: Result<Value, Failure>,
+        result: Result<Reply, Failure>,
     },
     Disconnected(String),
 }

@@ -1,0 +1,518 @@
+//! The typed protocol (`docs/protocol.md`, `docs/protocol.schema.json`): one marker type per
+//! method tying its name to its `Params` and `Result` (the lsp-types shape), and one
+//! [`Request`] enum with a variant per method (the mini-redis shape). Server, CLI, Hub and tests
+//! all speak through these types; a request's params are read once, here, and every wrong type or
+//! unknown field is refused naming it (`params.background: invalid type: string "yes", expected
+//! a boolean`).
+//!
+//! Adding a method is local: one line in the `methods!` table below (name, params, result), one
+//! arm in the service's `dispatch`. The compiler points at every other place.
+//!
+//! Schemas: generated from these types with `schemars` (derive-based, no runtime cost unless
+//! [`protocol_schema`] is called; the alternative of a hand-written schema would drift from the
+//! code, which is exactly what the checked-in schema test guards against).
+
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::control::protocol::ControlError;
+use crate::control::summary::FleetSummary;
+use crate::core::{
+    AgentPresence, ChildRef, ChildSnapshot, MessageId, MessageMode, RegistryEvent, Reply,
+    StatusView, WindowOutcome,
+};
+use crate::policy::scheduling::SchedulingPolicy;
+
+/// The protocol version this build prefers; `hello` negotiates it.
+pub const PROTOCOL_VERSION: u32 = 2;
+
+/// Every version this build speaks, oldest first. Protocol 1 (untyped params, unknown members
+/// ignored) is not among them: its silently ignored fields are what protocol 2 fixes.
+pub const SUPPORTED_PROTOCOLS: [u32; 1] = [PROTOCOL_VERSION];
+
+/// One method of the protocol: its wire name and the types of its params and result.
+pub trait Method {
+    const NAME: &'static str;
+    type Params: Serialize + DeserializeOwned + JsonSchema + Send + Sync + 'static;
+    type Result: Serialize + DeserializeOwned + JsonSchema + Send + 'static;
+}
+
+/// Reads a request's params into `T`; a failure names the field by its path.
+pub fn decode<T: DeserializeOwned>(params: Value) -> Result<T, ControlError> {
+    serde_path_to_error::deserialize(params).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." {
+            "params".to_owned()
+        } else {
+            format!("params.{path}")
+        };
+        ControlError::invalid_request(&format!("{field}: {}", e.into_inner()))
+    })
+}
+
+/// An exact `"UUID@generation"` target (never a prefix, never "latest").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Target(pub ChildRef);
+
+impl From<ChildRef> for Target {
+    fn from(r: ChildRef) -> Self {
+        Self(r)
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl Serialize for Target {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Target {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map(Self).map_err(serde::de::Error::custom)
+    }
+}
+
+const UUID_PATTERN: &str =
+    "[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}";
+
+impl JsonSchema for Target {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Target".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "An exact generation, \"UUID@generation\" (36-character hyphenated UUID; generation from 1, no leading zero).",
+            "pattern": format!("^{UUID_PATTERN}@[1-9][0-9]*$"),
+        })
+    }
+}
+
+/// A message receipt id: exactly the 36-character hyphenated UUID.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MessageRef(pub MessageId);
+
+impl Serialize for MessageRef {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for MessageRef {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        crate::core::ids::parse_full_uuid(&text)
+            .map(|u| Self(MessageId(u)))
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+impl JsonSchema for MessageRef {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "MessageRef".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "A message receipt id (36-character hyphenated UUID).",
+            "pattern": format!("^{UUID_PATTERN}$"),
+        })
+    }
+}
+
+// ---- params ---------------------------------------------------------------------------
+
+/// `hello`: the versions the client speaks; the server picks one or refuses with its list.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HelloParams {
+    /// Protocol versions the client speaks (at least one).
+    pub protocols: Vec<u32>,
+    /// The client's name and version, e.g. `"slate 0.1.0"` (first 200 characters kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+}
+
+/// Methods without params: `{}` (or absent / `null`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoParams {}
+
+/// `status`: one generation (with `target`), the fleet, or the fleet's table rows (`summary`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StatusParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<Target>,
+    /// Table rows instead of full snapshots (ignored with a target).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub summary: bool,
+}
+
+/// `delegate`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DelegateParams {
+    /// The contract's native `delegate_task` input or a compatibility `subagent` launch. Its
+    /// shape is the user's and is validated by policy (problems name JSON paths like
+    /// `$.tasks[0].limits.requests`), not by this schema.
+    #[schemars(with = "serde_json::Map<String, Value>")]
+    pub request: Value,
+    /// Overrides the request's own `background`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background: Option<bool>,
+}
+
+/// `stop`, `park`, `transcript`: one exact generation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TargetParams {
+    pub target: Target,
+}
+
+/// `stopMany`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StopManyParams {
+    pub targets: Vec<Target>,
+}
+
+/// `steer`: a running generation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SteerParams {
+    pub target: Target,
+    pub text: String,
+}
+
+/// `message`: root → a direct child (or the root inbox without a target).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MessageParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<Target>,
+    pub text: String,
+    #[serde(default)]
+    pub mode: MessageMode,
+}
+
+/// `wait`: `timeoutMs` 1..=60000; `target` and `messageId` together are refused.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WaitParams {
+    pub timeout_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<Target>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<MessageRef>,
+}
+
+/// `resume`: a paused generation, with a continuation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ResumeParams {
+    pub target: Target,
+    pub assignment: String,
+}
+
+/// `followup` / `revive`: a new generation of an idle / parked identity.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RenewParams {
+    pub target: Target,
+    pub assignment: String,
+    /// A JSON Schema for the structured result, validated by policy (`$.resultSchema`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Map<String, Value>>")]
+    pub result_schema: Option<Value>,
+}
+
+// ---- results --------------------------------------------------------------------------
+
+/// `hello`: who answers, and the version now in use.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HelloResult {
+    pub protocol: u32,
+    /// `"slate <version>"`.
+    pub server: String,
+    pub parent_id: Uuid,
+    pub cwd: String,
+    pub pid: u32,
+}
+
+/// `subscribe`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SubscribeResult {
+    pub subscribed: bool,
+}
+
+/// `shutdown`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ShutdownResult {
+    pub shutting_down: bool,
+}
+
+/// The coordinator's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FleetStats {
+    pub active_permits: u32,
+    pub queued: u64,
+    /// The generation holding the writer lease, `"UUID@generation"`.
+    pub writer: Option<Target>,
+    pub admitted_messages: u32,
+    pub pending_waiters: u64,
+    pub live_workers: u32,
+    pub open_windows: u64,
+    pub root_inbox: u64,
+}
+
+/// `status` without a target: every current generation in admission order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FleetStatus {
+    pub parent_id: Uuid,
+    pub children: Vec<ChildSnapshot>,
+    pub agents: Vec<AgentPresence>,
+    pub stats: FleetStats,
+    pub policy: SchedulingPolicy,
+}
+
+/// `status`: which of the three answers depends on the params.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum StatusResult {
+    /// With `target`: the pinned snapshot, its generations and presence.
+    Generation(Box<StatusView>),
+    /// Without: full snapshots.
+    Fleet(FleetStatus),
+    /// With `summary: true`: table rows.
+    Summary(FleetSummary<'static>),
+}
+
+/// A foreground `delegate`: the admission, then the drained window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DelegateOutcome {
+    pub admitted: Reply,
+    pub outcome: WindowOutcome,
+}
+
+/// `delegate`: background answers at admission, foreground once the window drains.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum DelegateResult {
+    Background(Reply),
+    Foreground(Box<DelegateOutcome>),
+}
+
+/// `transcript`: pi session `message` entries of exactly one generation, as pi wrote them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TranscriptResult {
+    pub target: Target,
+    /// pi's own message objects (`role`, `content`, …); their shape is pi's.
+    #[schemars(with = "Vec<serde_json::Map<String, Value>>")]
+    pub messages: Vec<Value>,
+}
+
+/// `profiles`: as `slate profiles --json` (`{toolPolicy, profiles}`); its shape is the profile
+/// loader's and documented in `docs/configuration.md`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(transparent)]
+pub struct ProfilesResult(#[schemars(with = "serde_json::Map<String, Value>")] pub Value);
+
+// ---- notifications --------------------------------------------------------------------
+
+/// What a subscribed connection receives as `event` notifications.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "camelCase", deny_unknown_fields)]
+pub enum Event {
+    /// Something in the registry changed.
+    Registry { event: Box<RegistryEvent> },
+    /// A background or silent window drained.
+    Outcome { outcome: Box<WindowOutcome> },
+    /// The coordinator's own event stream fell behind and dropped `missed` events.
+    Lagged { missed: u64 },
+    /// The runtime has shut down; no more events follow.
+    ShutdownComplete,
+}
+
+/// `lagged` notification: this connection fell behind and `missed` events were dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Lagged {
+    pub missed: u64,
+}
+
+/// A server → client message without an id.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "method", content = "params", rename_all = "camelCase")]
+pub enum Notification {
+    Event(Event),
+    Lagged(Lagged),
+}
+
+// ---- the method table -----------------------------------------------------------------
+
+macro_rules! methods {
+    ($( $(#[$doc:meta])* $variant:ident = $name:literal, $params:ty => $result:ty; )*) => {
+        /// Marker types, one per method (`method::Status::NAME == "status"`).
+        pub mod method {
+            #[allow(clippy::wildcard_imports, reason = "the table names the types")]
+            use super::*;
+            $(
+                $(#[$doc])*
+                #[derive(Clone, Copy, Debug)]
+                pub enum $variant {}
+                impl Method for $variant {
+                    const NAME: &'static str = $name;
+                    type Params = $params;
+                    type Result = $result;
+                }
+            )*
+        }
+
+        /// One request: a variant per method, its params typed.
+        #[derive(Clone, Debug, PartialEq)]
+        pub enum Request {
+            $( $(#[$doc])* $variant($params), )*
+        }
+
+        /// Every method name, in table order.
+        pub const METHODS: &[&str] = &[$( $name ),*];
+
+        impl Request {
+            /// The wire name of this request's method.
+            pub fn method(&self) -> &'static str {
+                match self {
+                    $( Self::$variant(_) => $name, )*
+                }
+            }
+
+            /// Reads `params` for `method`: `unknown-method`, or `invalid-request` naming the
+            /// field.
+            pub fn parse(method: &str, params: Value) -> Result<Self, ControlError> {
+                match method {
+                    $( $name => decode::<$params>(params).map(Self::$variant), )*
+                    other => Err(ControlError::unknown_method(other)),
+                }
+            }
+
+            /// The params as JSON.
+            pub fn params(&self) -> serde_json::Result<Value> {
+                match self {
+                    $( Self::$variant(p) => serde_json::to_value(p), )*
+                }
+            }
+
+            /// One request line `{"id", "method", "params"}`, newline-terminated.
+            pub fn encode_line(&self, id: u64) -> serde_json::Result<Vec<u8>> {
+                match self {
+                    $( Self::$variant(p) => super::codec::encode_line(&Outgoing { id, method: $name, params: p }), )*
+                }
+            }
+        }
+
+        /// `(name, params schema, result schema)` of every method.
+        fn method_schemas(generator: &mut schemars::SchemaGenerator) -> Vec<(&'static str, schemars::Schema, schemars::Schema)> {
+            vec![$( ($name, generator.subschema_for::<$params>(), generator.subschema_for::<$result>()), )*]
+        }
+    };
+}
+
+methods! {
+    /// The handshake; handled by the connection.
+    Hello = "hello", HelloParams => HelloResult;
+    /// Starts `event` / `lagged` notifications; handled by the connection.
+    Subscribe = "subscribe", NoParams => SubscribeResult;
+    Status = "status", StatusParams => StatusResult;
+    Agents = "agents", NoParams => Vec<AgentPresence>;
+    Delegate = "delegate", DelegateParams => DelegateResult;
+    Stop = "stop", TargetParams => Reply;
+    StopMany = "stopMany", StopManyParams => Reply;
+    Steer = "steer", SteerParams => Reply;
+    Message = "message", MessageParams => Reply;
+    Inbox = "inbox", NoParams => Reply;
+    Wait = "wait", WaitParams => Reply;
+    Park = "park", TargetParams => Reply;
+    Resume = "resume", ResumeParams => Reply;
+    Followup = "followup", RenewParams => Reply;
+    Revive = "revive", RenewParams => Reply;
+    Transcript = "transcript", TargetParams => TranscriptResult;
+    Profiles = "profiles", NoParams => ProfilesResult;
+    Policy = "policy", NoParams => SchedulingPolicy;
+    Shutdown = "shutdown", NoParams => ShutdownResult;
+}
+
+/// A request line as a client writes it.
+#[derive(Serialize)]
+struct Outgoing<'a, P: Serialize> {
+    id: u64,
+    method: &'static str,
+    params: &'a P,
+}
+
+/// A request line for method `M` (generic callers; [`Request::encode_line`] for the enum).
+pub fn encode_request<M: Method>(id: u64, params: &M::Params) -> serde_json::Result<Vec<u8>> {
+    super::codec::encode_line(&Outgoing {
+        id,
+        method: M::NAME,
+        params,
+    })
+}
+
+impl Serialize for Request {
+    /// `{"method", "params"}` (tests and logs; the wire adds the id).
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error as _, SerializeStruct};
+        let params = self.params().map_err(S::Error::custom)?;
+        let mut s = serializer.serialize_struct("Request", 2)?;
+        s.serialize_field("method", self.method())?;
+        s.serialize_field("params", &params)?;
+        s.end()
+    }
+}
+
+/// The machine-readable schema of the whole protocol (`docs/protocol.schema.json`): every
+/// method's params and result, every notification, the error object, under `$defs`.
+pub fn protocol_schema() -> Value {
+    let mut generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
+    let mut methods = serde_json::Map::new();
+    for (name, params, result) in method_schemas(&mut generator) {
+        methods.insert(
+            name.to_owned(),
+            serde_json::json!({"params": params, "result": result}),
+        );
+    }
+    let notification = generator.subschema_for::<Notification>();
+    let error = generator.subschema_for::<crate::control::protocol::ControlError>();
+    let defs = generator.take_definitions(true);
+    serde_json::json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": format!("Slate control protocol {PROTOCOL_VERSION}"),
+        "description": "Generated from src/control/methods.rs by `SLATE_BLESS=1 cargo test --test protocol_schema`; see docs/protocol.md. `x-methods` maps each method to the schemas of its params and result; a response is {id, result} or {id, error}; notifications are {method, params}.",
+        "x-protocol": PROTOCOL_VERSION,
+        "x-methods": methods,
+        "x-notification": notification,
+        "x-error": error,
+        "$defs": defs,
+    })
+}
