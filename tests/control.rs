@@ -16,6 +16,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 use slate::control::codec::LineReader;
 use slate::control::discovery;
+use slate::control::methods::{Event, Notification};
 use slate::control::protocol::{MAX_REQUEST_LINE, Payload, codes};
 use slate::control::{
     BoxFuture, Client, ClientError, ControlError, DiscoveryError, Endpoint, Handler, Metadata,
@@ -37,7 +38,7 @@ const PATIENCE: Duration = Duration::from_secs(10);
 // --- the dummy service ------------------------------------------------------------------
 
 struct TestHandler {
-    events: broadcast::Sender<Value>,
+    events: broadcast::Sender<Event>,
 }
 
 impl Handler for TestHandler {
@@ -71,7 +72,7 @@ impl Handler for TestHandler {
         })
     }
 
-    fn subscribe(&self) -> broadcast::Receiver<Value> {
+    fn subscribe(&self) -> broadcast::Receiver<Event> {
         self.events.subscribe()
     }
 }
@@ -80,7 +81,7 @@ struct Harness {
     /// Keeps the temp directory alive as long as the server.
     temp: Option<TempDir>,
     socket: PathBuf,
-    events: broadcast::Sender<Value>,
+    events: broadcast::Sender<Event>,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<()>,
 }
@@ -223,10 +224,10 @@ impl Raw {
     }
 
     async fn hello(&mut self) {
-        self.send(&json!({"id": 0, "method": "hello", "params": {"protocol": 1, "client": "raw"}}))
+        self.send(&json!({"id": 0, "method": "hello", "params": {"protocols": [2], "client": "raw"}}))
             .await;
         let reply = self.recv().await.unwrap();
-        assert_eq!(reply["result"]["protocol"], 1, "{reply}");
+        assert_eq!(reply["result"]["protocol"], 2, "{reply}");
     }
 
     async fn call(&mut self, id: Value, method: &str, params: Value) -> Value {
@@ -259,10 +260,10 @@ async fn hello_reports_the_server_and_the_session_keeps_the_client_name() {
     let harness = start(Options::default());
     let client = harness.client().await;
     let server = client.server().unwrap();
-    assert_eq!(server.protocol, 1);
+    assert_eq!(server.protocol, 2);
     assert_eq!(server.server, "slate 0.1.0");
     assert_eq!(server.pid, std::process::id());
-    assert!(Uuid::parse_str(&server.parent_id).is_ok());
+    assert!(!server.parent_id.is_nil());
     let session = client.call("session", json!({})).await.unwrap();
     assert_eq!(
         session["client"],
@@ -277,7 +278,7 @@ async fn ids_are_echoed_verbatim_strings_and_integers() {
     let harness = start(Options::default());
     let mut raw = harness.raw().await;
     let reply = raw
-        .call(json!("h-1"), "hello", json!({"protocol": 1}))
+        .call(json!("h-1"), "hello", json!({"protocols": [2]}))
         .await;
     assert_eq!(reply["id"], "h-1");
     for id in [json!(42), json!(-7), json!(u64::MAX), json!("x y")] {
@@ -350,13 +351,40 @@ async fn requests_before_hello_are_refused_with_hello_required() {
 async fn an_unsupported_protocol_is_refused_and_the_connection_may_retry() {
     let harness = start(Options::default());
     let mut raw = harness.raw().await;
-    let reply = raw.call(json!(1), "hello", json!({"protocol": 2})).await;
+    // None of the offered versions: refused with the supported list.
+    let reply = raw.call(json!(1), "hello", json!({"protocols": [1, 3]})).await;
     assert_eq!(error_code(&reply), codes::UNSUPPORTED_PROTOCOL);
-    assert_eq!(reply["error"]["data"]["supported"], json!([1]));
-    let reply = raw.call(json!(2), "hello", json!({"client": "x"})).await;
+    assert_eq!(reply["error"]["data"]["supported"], json!([2]));
+    // A protocol 1 client (`protocol: 1`) is told the same.
+    let reply = raw.call(json!(2), "hello", json!({"protocol": 1})).await;
+    assert_eq!(error_code(&reply), codes::UNSUPPORTED_PROTOCOL, "{reply}");
+    assert_eq!(reply["error"]["data"]["supported"], json!([2]));
+    let reply = raw.call(json!(3), "hello", json!({"client": "x"})).await;
     assert_eq!(error_code(&reply), codes::INVALID_REQUEST, "{reply}");
-    raw.hello().await;
-    let reply = raw.call(json!(3), "hello", json!({"protocol": 1})).await;
+    assert!(
+        reply["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("protocols"),
+        "{reply}"
+    );
+    // Wrong types and unknown members of hello name the field.
+    let reply = raw
+        .call(json!(4), "hello", json!({"protocols": [2], "client": 7}))
+        .await;
+    assert!(
+        reply["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("params.client: invalid type: integer"),
+        "{reply}"
+    );
+    // The server picks the newest version both speak.
+    let reply = raw
+        .call(json!(5), "hello", json!({"protocols": [1, 2, 9]}))
+        .await;
+    assert_eq!(reply["result"]["protocol"], 2, "{reply}");
+    let reply = raw.call(json!(6), "hello", json!({"protocols": [2]})).await;
     assert_eq!(error_code(&reply), codes::INVALID_REQUEST, "hello twice");
     harness.stop().await;
 }
@@ -661,15 +689,14 @@ async fn subscribers_receive_events_in_order_and_others_do_not() {
     bystander.hello().await;
 
     for n in 0..3 {
-        harness.events.send(json!({"n": n})).unwrap();
+        harness.events.send(Event::Lagged { missed: n }).unwrap();
     }
     for n in 0..3 {
         let note = tokio::time::timeout(PATIENCE, events.next())
             .await
             .unwrap()
             .unwrap();
-        assert_eq!(note.method, "event");
-        assert_eq!(note.params, json!({"n": n}));
+        assert_eq!(note, Notification::Event(Event::Lagged { missed: n }));
     }
     // Calls still work on a subscribed connection.
     assert_eq!(
@@ -695,7 +722,7 @@ async fn a_subscriber_that_falls_behind_is_told_how_many_events_it_missed() {
     let reply = raw.call(json!(1), "subscribe", json!({})).await;
     assert_eq!(reply["result"], json!({"subscribed": true}));
     for n in 0..100 {
-        harness.events.send(json!(n)).unwrap();
+        harness.events.send(Event::Lagged { missed: n }).unwrap();
     }
     let lagged = raw.recv().await.unwrap();
     assert_eq!(
@@ -705,7 +732,7 @@ async fn a_subscriber_that_falls_behind_is_told_how_many_events_it_missed() {
     for n in 92..100 {
         assert_eq!(
             raw.recv().await.unwrap(),
-            json!({"method": "event", "params": n})
+            json!({"method": "event", "params": {"kind": "lagged", "missed": n}})
         );
     }
     harness.stop().await;
@@ -930,7 +957,7 @@ async fn discovery_picks_the_newest_live_coordinator_for_the_canonical_cwd() {
     let client = Client::connect(&found).await.unwrap();
     assert_eq!(
         client.server().unwrap().parent_id,
-        found.metadata.unwrap().parent_id.to_string()
+        found.metadata.unwrap().parent_id
     );
 
     // --parent selects exactly one; SLATE_SOCKET names a socket directly.
@@ -1165,6 +1192,6 @@ proptest! {
 
     #[test]
     fn request_parsing_never_panics(line in ".{0,200}") {
-        let _ = slate::control::protocol::Request::parse(&line);
+        let _ = slate::control::protocol::RequestLine::parse(&line);
     }
 }

@@ -13,8 +13,8 @@ use tokio::time::Instant;
 
 use super::codec::{LineReader, encode_line, write_lines};
 use super::methods::{
-    Event, HelloParams, HelloResult, Lagged, Notification, Request, SUPPORTED_PROTOCOLS,
-    SubscribeResult,
+    Event, HelloParams, HelloResult, Lagged, Method as _, NoParams, Notification,
+    SUPPORTED_PROTOCOLS, SubscribeResult, decode, method,
 };
 use super::protocol::{ControlError, RequestId, RequestLine, Response};
 use super::server::{Handler, ServerConfig, Session};
@@ -145,34 +145,36 @@ impl Connection {
                 .send(Response::error(Some(id), ControlError::shutting_down()))
                 .await;
         }
-        if self.session.is_none() && line.method != "hello" {
-            let error = ControlError::hello_required(&line.method);
-            return self.send(Response::error(Some(id), error)).await;
-        }
-        let request = match Request::parse(&line.method, line.params) {
-            Ok(request) => request,
-            Err(error) => return self.send(Response::error(Some(id), error)).await,
-        };
-        let session = match request {
-            Request::Hello(params) => {
-                let response = match self.hello(params) {
+        if line.method == method::Hello::NAME {
+            // A protocol 1 client says `{"protocol": 1}`: tell it what this server speaks.
+            let response = match line.params.get("protocol").and_then(serde_json::Value::as_u64) {
+                Some(old) => Response::error(
+                    Some(id),
+                    ControlError::unsupported_protocol(&[u32::try_from(old).unwrap_or(u32::MAX)]),
+                ),
+                None => match decode(line.params).and_then(|p| self.hello(p)) {
                     Ok(result) => encoded(id, &result),
                     Err(error) => Response::error(Some(id), error),
-                };
-                return self.send(response).await;
-            }
-            Request::Subscribe(_) => return self.subscribe(id).await,
-            _ => match self.session.clone() {
-                Some(session) => session,
-                None => return,
-            },
+                },
+            };
+            return self.send(response).await;
+        }
+        let Some(session) = self.session.clone() else {
+            let error = ControlError::hello_required(&line.method);
+            return self.send(Response::error(Some(id), error)).await;
         };
+        if line.method == method::Subscribe::NAME {
+            return match decode::<NoParams>(line.params) {
+                Ok(NoParams {}) => self.subscribe(id).await,
+                Err(error) => self.send(Response::error(Some(id), error)).await,
+            };
+        }
         let handler = Arc::clone(&self.shared.handler);
         let outbox = self.outbox.clone();
         let max_line = self.shared.config.max_server_line;
         let task_id = id.clone();
         let task = self.requests.spawn(async move {
-            let response = match handler.handle(request, &session).await {
+            let response = match handler.handle(&line.method, line.params, &session).await {
                 Ok(value) => Response::result(id, value),
                 Err(error) => Response::error(Some(id), error),
             };

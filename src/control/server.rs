@@ -11,13 +11,14 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde_json::Value;
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{Semaphore, broadcast, watch};
 use tokio::task::JoinSet;
 
 use super::codec::LineWriter;
 use super::connection::{self, Shared};
-use super::methods::{Event, HelloResult, Request};
+use super::methods::{Event, HelloResult};
 use super::discovery::{
     self, DiscoveryError, METADATA_EXT, Metadata, current_uid, ensure_private_dir,
 };
@@ -41,11 +42,14 @@ pub struct Session {
 
 /// The service behind the socket. `hello` and `subscribe` never reach it.
 pub trait Handler: Send + Sync + 'static {
-    /// Answers one request (its params already read and checked). Runs concurrently with the
-    /// connection's other requests; `hello` and `subscribe` are the connection's own.
+    /// Answers one request. The transport leaves the params as JSON: the service reads them
+    /// into its typed [`crate::control::Request`] (`Request::parse`), which refuses unknown
+    /// methods and wrong fields by name. Runs concurrently with the connection's other
+    /// requests; `hello` and `subscribe` are the connection's own.
     fn handle<'a>(
         &'a self,
-        request: Request,
+        method: &'a str,
+        params: Value,
         session: &'a Session,
     ) -> BoxFuture<'a, Result<Payload, ControlError>>;
 

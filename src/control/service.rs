@@ -445,10 +445,14 @@ fn read_transcript(path: &std::path::Path) -> Result<Vec<Value>, ControlError> {
 impl Handler for Service {
     fn handle<'a>(
         &'a self,
-        request: Request,
+        method: &'a str,
+        params: Value,
         session: &'a Session,
     ) -> BoxFuture<'a, Result<Payload, ControlError>> {
-        Box::pin(self.dispatch(request, session))
+        Box::pin(async move {
+            let request = Request::parse(method, params)?;
+            self.dispatch(request, session).await
+        })
     }
 
     fn subscribe(&self) -> broadcast::Receiver<Event> {
