@@ -317,9 +317,9 @@ impl Raw {
 
     async fn hello(&mut self) {
         let reply = self
-            .request(r#"{"id":0,"method":"hello","params":{"protocol":1}}"#)
+            .request(r#"{"id":0,"method":"hello","params":{"protocols":[2]}}"#)
             .await;
-        assert_eq!(reply["result"]["protocol"], 1, "{reply}");
+        assert_eq!(reply["result"]["protocol"], 2, "{reply}");
     }
 
     /// A `status` on this connection still works.

@@ -12,7 +12,8 @@ use uuid::Uuid;
 
 use slate::core::task::{Limits, Role};
 use slate::core::{
-    AgentPresence, ChildRef, ChildSnapshot, Presence, Status, Telemetry, Tokens, Window,
+    AgentPresence, ChildRef, ChildSnapshot, Message, MessageId, MessageMode, Party, Presence,
+    ReceiptStatus, Reply, Status, Telemetry, Tokens, WaitResult, Window,
 };
 use slate::ui::hub::{
     Action, Failure, Hub, HubOptions, HubView, Mode, Msg, NoticeKind, Pane, Prompt, UiEffect, step,
@@ -178,6 +179,21 @@ fn transcript() -> Vec<Value> {
             {"type": "text", "text": "Writers: events.rs appends, paths.rs creates directories."}
         ], "stopReason": "stop"}),
     ]
+}
+
+/// A receipt as the coordinator answers a steer or message.
+fn receipt(n: u128, status: ReceiptStatus) -> Reply {
+    Reply::Message {
+        message: Message {
+            id: MessageId(id(n)),
+            sender: Party::Root,
+            recipient: Party::Child(r(1, 1)),
+            text: "focus".to_owned(),
+            mode: MessageMode::Inbox,
+            status,
+            error: None,
+        },
+    }
 }
 
 fn press(code: KeyCode) -> Msg {
@@ -737,10 +753,10 @@ fn steer_is_pinned_to_a_running_target() {
     // The receipt shows its real state.
     rig.send(vec![Msg::ControlDone {
         id: sent[0].0,
-        result: Ok(json!({"kind": "message", "message": {"id": 7, "status": "queued"}})),
+        result: Ok(receipt(7, ReceiptStatus::Queued)),
     }]);
     assert!(
-        rig.notice().contains("receipt 7 is queued"),
+        rig.notice().contains(&format!("receipt {} is queued", id(7))),
         "{}",
         rig.notice()
     );
@@ -788,9 +804,12 @@ fn message_goes_to_the_root_message_authority_and_shows_the_receipt() {
     assert_eq!(sent[0].1.params()["mode"], "inbox");
     rig.send(vec![Msg::ControlDone {
         id: sent[0].0,
-        result: Ok(json!({"kind": "message", "message": {"id": 9, "status": "accepted"}})),
+        result: Ok(receipt(9, ReceiptStatus::Accepted)),
     }]);
-    assert!(rig.notice().contains("receipt 9 is accepted"));
+    assert!(
+        rig.notice()
+            .contains(&format!("receipt {} is accepted", id(9)))
+    );
     // A refusal keeps the coordinator's code.
     rig.key(KeyCode::Char('m'))
         .text("again")
@@ -818,7 +837,9 @@ fn wait_is_bounded_to_one_second() {
     assert_eq!(sent[0].1.params()["timeoutMs"], 1000);
     rig.send(vec![Msg::ControlDone {
         id: sent[0].0,
-        result: Ok(json!({"kind": "wait", "result": {"kind": "timeout"}})),
+        result: Ok(Reply::Wait {
+            result: WaitResult::Timeout,
+        }),
     }]);
     assert!(rig.notice().contains("no outcome within 1000 ms"));
 }
@@ -897,7 +918,12 @@ fn park_takes_only_the_disposed_idle_current_identity() {
     assert_eq!(sent[0].1, Action::Park { target: r(4, 1) });
     rig.send(vec![Msg::ControlDone {
         id: sent[0].0,
-        result: Ok(json!({"kind": "snapshot", "child": {"status": "settled", "disposed": true}})),
+        result: Ok(Reply::Snapshot {
+            child: Box::new(ChildSnapshot {
+                disposed: true,
+                ..snap(4, 1, Status::Settled, "parked")
+            }),
+        }),
     }]);
     assert!(
         rig.effects.contains(&UiEffect::RefreshAgents),
