@@ -11,6 +11,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+#[path = "support/protocol_schema.rs"]
+mod protocol_schema;
+
+use protocol_schema::ProtocolSchema;
 use serde_json::{Value, json};
 use slate::config::Loaded;
 use slate::control::service::Service;
@@ -181,10 +185,27 @@ async fn connect(socket: &Path) -> Client {
     Client::connect_path(socket, ANSWER).await.unwrap()
 }
 
+thread_local! {
+    static SCHEMA: std::cell::RefCell<ProtocolSchema> =
+        std::cell::RefCell::new(ProtocolSchema::load());
+}
+
+/// One call; every answer, result or error, must match the published schema.
 async fn call(client: &Client, method: &str, params: Value) -> Result<Value, ClientError> {
-    tokio::time::timeout(ANSWER, client.call(method, params))
+    let answer = tokio::time::timeout(ANSWER, client.call(method, params))
         .await
-        .unwrap_or_else(|_| panic!("{method}: no answer within {ANSWER:?}"))
+        .unwrap_or_else(|_| panic!("{method}: no answer within {ANSWER:?}"));
+    let checked = match &answer {
+        Ok(result) => SCHEMA.with(|s| s.borrow_mut().result(method, result)),
+        Err(ClientError::Remote(error)) => {
+            SCHEMA.with(|s| s.borrow_mut().error(&serde_json::to_value(error).unwrap()))
+        }
+        Err(_) => Ok(()),
+    };
+    if let Err(problem) = checked {
+        panic!("{method}: the answer does not match docs/protocol.schema.json: {problem}");
+    }
+    answer
 }
 
 /// The coordinator's error for a request it must refuse.
@@ -434,6 +455,24 @@ async fn abuse_methods(socket: &Path) {
 
     let error = refused(&client, "delegate", json!({})).await;
     assert_eq!(error.code, "invalid-request", "{error}");
+
+    // Wrong types are refused naming the field, never silently ignored (protocol 1 ran this
+    // delegate in the foreground and answered this status in full).
+    let wrong = json!({
+        "request": {"assignment": "Audit the build", "profile": "scout"},
+        "background": "yes",
+    });
+    let error = refused(&client, "delegate", wrong).await;
+    assert_eq!(error.code, "invalid-request", "{error}");
+    assert!(
+        error.message.starts_with("params.background: ")
+            && error.message.ends_with("expected a boolean"),
+        "{error}"
+    );
+    let error = refused(&client, "status", json!({"summary": "yes"})).await;
+    assert!(error.message.starts_with("params.summary: "), "{error}");
+    let error = refused(&client, "status", json!({"verbose": true})).await;
+    assert!(error.message.contains("unknown field `verbose`"), "{error}");
 }
 
 /// The storm: 64 connected clients, then 6,400 queries at once; the wall time of the queries.

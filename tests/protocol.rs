@@ -1,0 +1,562 @@
+//! The typed protocol (`src/control/methods.rs`): params refused by field, the checked-in JSON
+//! Schema equal to the types (`SLATE_BLESS=1` regenerates it), and round trips of every
+//! request, reply and event through JSON, each checked against the published schema.
+
+#![allow(clippy::unwrap_used, reason = "test fixtures fail loudly")]
+
+#[path = "support/protocol_schema.rs"]
+mod protocol_schema;
+
+use std::path::Path;
+use std::cell::RefCell;
+
+use proptest::prelude::*;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use slate::control::Method;
+use slate::control::methods::{
+    DelegateOutcome, DelegateParams, DelegateResult, Event, FleetStats, FleetStatus, HelloParams,
+    HelloResult, Lagged, METHODS, MessageParams, MessageRef, NoParams, Notification,
+    ProfilesResult, RenewParams, Request, ResumeParams, ShutdownResult, StatusParams,
+    StatusResult, SteerParams, StopManyParams, SubscribeResult, Target, TargetParams,
+    TranscriptResult, WaitParams, method, protocol_schema,
+};
+use slate::control::protocol::codes;
+use slate::control::summary::SummaryRow;
+use slate::core::task::{Limits, Role};
+use slate::core::{
+    AgentPresence, CallId, ChildRef, ChildSnapshot, Delivery, Message, MessageId, MessageMode,
+    Party, Presence, ReceiptStatus, RegistryEvent, RegistryEventKind, Reply, RequestId, Status,
+    StatusView, Telemetry, Tokens, WaitOutcome, WaitResult, Window, WindowOutcome,
+};
+use slate::policy::scheduling::SchedulingPolicy;
+use uuid::Uuid;
+
+use protocol_schema::ProtocolSchema;
+
+// ---- params refused by field ------------------------------------------------------------
+
+fn refusal(method: &str, params: Value) -> String {
+    match Request::parse(method, params) {
+        Ok(request) => panic!("{method}: accepted {request:?}"),
+        Err(e) => {
+            assert_eq!(e.code, codes::INVALID_REQUEST, "{e}");
+            e.message
+        }
+    }
+}
+
+#[test]
+fn wrong_types_and_unknown_fields_are_refused_naming_the_field() {
+    let message = refusal("delegate", json!({"request": {}, "background": "yes"}));
+    assert!(
+        message.starts_with("params.background: ") && message.ends_with("expected a boolean"),
+        "{message}"
+    );
+    let message = refusal("status", json!({"summary": "yes"}));
+    assert!(
+        message.starts_with("params.summary: ") && message.contains("expected a boolean"),
+        "{message}"
+    );
+    let message = refusal("status", json!({"summmary": true}));
+    assert!(message.contains("unknown field `summmary`"), "{message}");
+    let message = refusal("stop", json!({}));
+    assert!(message.contains("missing field `target`"), "{message}");
+    let message = refusal("stop", json!({"target": "abc@1"}));
+    assert!(
+        message.starts_with("params.target: the id part \"abc\""),
+        "{message}"
+    );
+    let good = "00000000-0000-4000-8000-000000000001@1";
+    let message = refusal("stopMany", json!({"targets": [good, 7]}));
+    assert!(message.starts_with("params.targets[1]: "), "{message}");
+    let message = refusal("wait", json!({"timeoutMs": -1}));
+    assert!(message.starts_with("params.timeoutMs: "), "{message}");
+    let message = refusal("wait", json!({"timeoutMs": 5, "messageId": "0000"}));
+    assert!(message.starts_with("params.messageId: "), "{message}");
+    let message = refusal("message", json!({"text": "hi", "mode": "loud"}));
+    assert!(message.starts_with("params.mode: "), "{message}");
+    let message = refusal("agents", json!({"all": true}));
+    assert!(message.contains("unknown field `all`"), "{message}");
+    let message = refusal("followup", json!({"target": good, "assignment": 3}));
+    assert!(message.starts_with("params.assignment: "), "{message}");
+    // Absent optional members and null read as absent.
+    assert_eq!(
+        Request::parse("status", json!({"target": null})).unwrap(),
+        Request::Status(StatusParams::default())
+    );
+    let unknown = Request::parse("nope", json!({})).unwrap_err();
+    assert_eq!(unknown.code, codes::UNKNOWN_METHOD);
+}
+
+#[test]
+fn every_method_of_the_table_parses_its_own_empty_or_minimal_params() {
+    // The table and `Request::method` agree, in order.
+    let names: Vec<&str> = METHODS.to_vec();
+    assert_eq!(names.len(), 19);
+    assert!(names.contains(&method::Status::NAME) && names.contains(&method::Hello::NAME));
+    for name in names {
+        let schema = &protocol_schema()["x-methods"][name];
+        assert!(schema["params"].is_object(), "{name}");
+        assert!(schema["result"].is_object(), "{name}");
+    }
+}
+
+// ---- the checked-in schema ----------------------------------------------------------------
+
+#[test]
+fn the_checked_in_schema_matches_the_types() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/protocol.schema.json");
+    let generated = format!(
+        "{}\n",
+        serde_json::to_string_pretty(&protocol_schema()).unwrap()
+    );
+    if std::env::var_os("SLATE_BLESS").is_some() {
+        std::fs::write(&path, &generated).unwrap();
+        return;
+    }
+    let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        checked_in == generated,
+        "{} differs from the schema generated from src/control/methods.rs; \
+         regenerate it with SLATE_BLESS=1 cargo test --test protocol",
+        path.display()
+    );
+}
+
+// ---- round trips, each checked against the schema -----------------------------------------
+
+thread_local! {
+    /// Compiled once per test thread (the validator is not `Send`).
+    static SCHEMA: RefCell<ProtocolSchema> = RefCell::new(ProtocolSchema::load());
+}
+
+fn with_schema<T>(check: impl FnOnce(&mut ProtocolSchema) -> T) -> T {
+    SCHEMA.with(|s| check(&mut s.borrow_mut()))
+}
+
+/// `value` → JSON → checked at `pointer` → back, equal.
+fn round_trip<T>(pointer: &str, value: &T) -> Result<(), TestCaseError>
+where
+    T: Serialize + DeserializeOwned + PartialEq + std::fmt::Debug,
+{
+    let json = serde_json::to_value(value).unwrap();
+    let checked = with_schema(|s| s.check(pointer, &json));
+    prop_assert!(checked.is_ok(), "{}", checked.unwrap_err());
+    let back: T = serde_json::from_value(json.clone())
+        .map_err(|e| TestCaseError::fail(format!("{e}: {json}")))?;
+    prop_assert_eq!(&back, value);
+    Ok(())
+}
+
+fn text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "[a-z ]{0,12}",
+        any::<String>(),
+        Just("\u{9b}[31m\u{202e}\u{7f}".to_owned()),
+    ]
+}
+
+fn child_ref() -> impl Strategy<Value = ChildRef> {
+    (any::<u128>(), 1_u32..=u32::MAX).prop_map(|(n, g)| ChildRef::new(Uuid::from_u128(n), g))
+}
+
+fn target() -> impl Strategy<Value = Target> {
+    child_ref().prop_map(Target)
+}
+
+fn status() -> impl Strategy<Value = Status> {
+    prop_oneof![
+        Just(Status::Queued),
+        Just(Status::Running),
+        Just(Status::Settled),
+        Just(Status::Failed),
+        Just(Status::Cancelled),
+        Just(Status::Paused),
+    ]
+}
+
+fn presence() -> impl Strategy<Value = Presence> {
+    prop_oneof![
+        Just(Presence::Active),
+        Just(Presence::Idle),
+        Just(Presence::Parked),
+        Just(Presence::Paused),
+    ]
+}
+
+/// Money with an exact short decimal form (the JSON round trip is then exact).
+fn cost() -> impl Strategy<Value = Option<f64>> {
+    proptest::option::of((0_u32..1_000_000).prop_map(|n| f64::from(n) / 1024.0))
+}
+
+fn snapshot() -> impl Strategy<Value = ChildSnapshot> {
+    (
+        child_ref(),
+        status(),
+        text(),
+        proptest::option::of(text()),
+        proptest::option::of(0_u32..1000),
+        proptest::option::of(any::<u64>()),
+        cost(),
+        any::<bool>(),
+    )
+        .prop_map(
+            |(r, status, assignment, activity, requests, tokens, cost, lease)| ChildSnapshot {
+                id: r.id,
+                generation: r.generation,
+                parent_id: Uuid::from_u128(1),
+                parent_generation: None,
+                depth: 1,
+                status,
+                profile: Role::Scout,
+                cwd: "/work/project".to_owned(),
+                assignment,
+                activity,
+                progress: None,
+                result: None,
+                model: Some("anthropic/claude-sonnet-4".to_owned()),
+                effort: None,
+                requested_model: None,
+                requested_effort: None,
+                logical: None,
+                prewalk: None,
+                telemetry: Telemetry {
+                    requests,
+                    tokens: tokens.map(|total| Tokens {
+                        total,
+                        ..Tokens::default()
+                    }),
+                    cost,
+                    ..Telemetry::default()
+                },
+                error: None,
+                transcript: None,
+                limits: Limits {
+                    deadline_ms: 600_000,
+                    requests: 40,
+                    tools: 80,
+                    depth: 2,
+                    spawns: 4,
+                },
+                limit_reason: None,
+                tool_calls: 0,
+                spawns: 0,
+                writer_lease: lease,
+                disposed: status.is_terminal(),
+                created_at: 1_700_000_000_000,
+                ended_at: status.is_terminal().then_some(1_700_000_009_000),
+                outcome: None,
+                artifacts: None,
+                tools: Vec::new(),
+                leaf_tools: Vec::new(),
+                skills: Vec::new(),
+                capability_denials: Vec::new(),
+                pause_reason: None,
+                retained_context: false,
+                retry: None,
+                window: Window {
+                    number: 1,
+                    started_at: 1_700_000_000_000,
+                    deadline_at: 1_700_000_600_000,
+                },
+            },
+        )
+}
+
+fn message() -> impl Strategy<Value = Message> {
+    (any::<u128>(), child_ref(), text(), any::<bool>()).prop_map(|(n, r, text, queued)| Message {
+        id: MessageId(Uuid::from_u128(n)),
+        sender: Party::Root,
+        recipient: Party::Child(r),
+        text,
+        mode: MessageMode::Steer,
+        status: if queued {
+            ReceiptStatus::Queued
+        } else {
+            ReceiptStatus::Error
+        },
+        error: (!queued).then(|| "not running".to_owned()),
+    })
+}
+
+fn agents() -> impl Strategy<Value = Vec<AgentPresence>> {
+    proptest::collection::vec(
+        (child_ref(), presence()).prop_map(|(r, presence)| AgentPresence {
+            id: r.id,
+            generation: r.generation,
+            presence,
+        }),
+        0..3,
+    )
+}
+
+fn wait_result() -> impl Strategy<Value = WaitResult> {
+    prop_oneof![
+        (child_ref(), status()).prop_map(|(r, status)| WaitResult::Outcome {
+            outcome: WaitOutcome {
+                id: r.id,
+                generation: r.generation,
+                status,
+                limit_reason: None,
+                pause_reason: None,
+            }
+        }),
+        proptest::collection::vec(message(), 0..3)
+            .prop_map(|messages| WaitResult::Messages { messages }),
+        message().prop_map(|message| WaitResult::Message { message }),
+        Just(WaitResult::Timeout),
+        Just(WaitResult::Cancelled),
+        Just(WaitResult::Shutdown),
+    ]
+}
+
+fn snapshots() -> impl Strategy<Value = Vec<ChildSnapshot>> {
+    proptest::collection::vec(snapshot(), 0..3)
+}
+
+fn reply() -> impl Strategy<Value = Reply> {
+    prop_oneof![
+        (any::<u64>(), snapshots()).prop_map(|(call, children)| Reply::Admitted {
+            call: CallId(call),
+            children
+        }),
+        snapshot().prop_map(|child| Reply::Snapshot {
+            child: Box::new(child)
+        }),
+        snapshots().prop_map(|children| Reply::Stopped { children }),
+        message().prop_map(|message| Reply::Message { message }),
+        proptest::collection::vec(message(), 0..3).prop_map(|messages| Reply::Inbox { messages }),
+        wait_result().prop_map(|result| Reply::Wait { result }),
+        status_view().prop_map(|view| Reply::Status {
+            view: Box::new(view)
+        }),
+        Just(Reply::Ok),
+    ]
+}
+
+fn status_view() -> impl Strategy<Value = StatusView> {
+    (snapshot(), snapshots(), agents()).prop_map(|(snapshot, generations, agents)| StatusView {
+        snapshot,
+        generations,
+        agents,
+    })
+}
+
+fn window_outcome() -> impl Strategy<Value = WindowOutcome> {
+    (any::<u64>(), any::<u64>(), snapshots()).prop_map(|(call, request, outcomes)| {
+        WindowOutcome {
+            call: CallId(call),
+            request: RequestId(request),
+            initiator: Party::Root,
+            delivery: Delivery::Background,
+            outcomes,
+        }
+    })
+}
+
+fn stats() -> impl Strategy<Value = FleetStats> {
+    (any::<u32>(), any::<u64>(), proptest::option::of(target())).prop_map(
+        |(active_permits, queued, writer)| FleetStats {
+            active_permits,
+            queued,
+            writer,
+            root_inbox: queued / 2,
+            ..FleetStats::default()
+        },
+    )
+}
+
+fn status_result() -> impl Strategy<Value = StatusResult> {
+    prop_oneof![
+        status_view().prop_map(|v| StatusResult::Generation(Box::new(v))),
+        (snapshots(), agents(), stats()).prop_map(|(children, agents, stats)| {
+            StatusResult::Fleet(FleetStatus {
+                parent_id: Uuid::from_u128(1),
+                children,
+                agents,
+                stats,
+                policy: SchedulingPolicy::default(),
+            })
+        }),
+        (snapshots(), proptest::collection::vec(presence(), 3), stats()).prop_map(
+            |(children, presences, stats)| {
+                let rows = children
+                    .iter()
+                    .zip(presences)
+                    .map(|(s, presence)| SummaryRow {
+                        presence: Some(presence),
+                        ..SummaryRow::of(s).into_owned()
+                    })
+                    .collect();
+                StatusResult::Summary(slate::control::summary::FleetSummary {
+                    parent_id: Uuid::from_u128(1),
+                    children: rows,
+                    stats,
+                    policy: SchedulingPolicy::default(),
+                })
+            }
+        ),
+    ]
+}
+
+fn request() -> impl Strategy<Value = Request> {
+    let maybe_target = || proptest::option::of(target());
+    prop_oneof![
+        (proptest::collection::vec(1_u32..5, 1..3), proptest::option::of(text())).prop_map(
+            |(protocols, client)| Request::Hello(HelloParams { protocols, client })
+        ),
+        Just(Request::Subscribe(NoParams {})),
+        (maybe_target(), any::<bool>())
+            .prop_map(|(target, summary)| Request::Status(StatusParams { target, summary })),
+        Just(Request::Agents(NoParams {})),
+        (text(), proptest::option::of(any::<bool>())).prop_map(|(assignment, background)| {
+            Request::Delegate(DelegateParams {
+                request: json!({"assignment": assignment, "profile": "scout"}),
+                background,
+            })
+        }),
+        target().prop_map(|target| Request::Stop(TargetParams { target })),
+        proptest::collection::vec(target(), 0..4)
+            .prop_map(|targets| Request::StopMany(StopManyParams { targets })),
+        (target(), text()).prop_map(|(target, text)| Request::Steer(SteerParams { target, text })),
+        (maybe_target(), text()).prop_map(|(target, text)| Request::Message(MessageParams {
+            target,
+            text,
+            mode: MessageMode::FollowUp,
+        })),
+        Just(Request::Inbox(NoParams {})),
+        (any::<u64>(), maybe_target(), proptest::option::of(any::<u128>())).prop_map(
+            |(timeout_ms, target, message)| Request::Wait(WaitParams {
+                timeout_ms,
+                target,
+                message_id: message.map(|n| MessageRef(MessageId(Uuid::from_u128(n)))),
+            })
+        ),
+        target().prop_map(|target| Request::Park(TargetParams { target })),
+        (target(), text()).prop_map(|(target, assignment)| Request::Resume(ResumeParams {
+            target,
+            assignment
+        })),
+        (target(), text(), any::<bool>()).prop_map(|(target, assignment, schema)| {
+            Request::Followup(RenewParams {
+                target,
+                assignment,
+                result_schema: schema.then(|| json!({"type": "object"})),
+            })
+        }),
+        (target(), text()).prop_map(|(target, assignment)| Request::Revive(RenewParams {
+            target,
+            assignment,
+            result_schema: None,
+        })),
+        target().prop_map(|target| Request::Transcript(TargetParams { target })),
+        Just(Request::Profiles(NoParams {})),
+        Just(Request::Policy(NoParams {})),
+        Just(Request::Shutdown(NoParams {})),
+    ]
+}
+
+fn event() -> impl Strategy<Value = Event> {
+    prop_oneof![
+        (snapshot(), any::<bool>()).prop_map(|(child, sdk)| Event::Registry {
+            event: Box::new(RegistryEvent {
+                kind: if sdk {
+                    RegistryEventKind::Sdk
+                } else {
+                    RegistryEventKind::Changed
+                },
+                child,
+                event: sdk.then(|| json!({"type": "turn_end"})),
+            })
+        }),
+        window_outcome().prop_map(|outcome| Event::Outcome {
+            outcome: Box::new(outcome)
+        }),
+        any::<u64>().prop_map(|missed| Event::Lagged { missed }),
+        Just(Event::ShutdownComplete),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    #[test]
+    fn every_request_round_trips_through_its_params(request in request()) {
+        let method = request.method();
+        let params = request.params().unwrap();
+        let checked = with_schema(|s| s.params(method, &params));
+        prop_assert!(checked.is_ok(), "{}", checked.unwrap_err());
+        prop_assert_eq!(Request::parse(method, params).unwrap(), request.clone());
+        // The line a client writes carries the same params.
+        let line = request.encode_line(9).unwrap();
+        let value: Value = serde_json::from_slice(&line).unwrap();
+        prop_assert_eq!(&value["method"], method);
+        prop_assert_eq!(value["id"].as_u64(), Some(9));
+    }
+
+    #[test]
+    fn every_core_reply_round_trips(reply in reply()) {
+        for name in ["stop", "stopMany", "steer", "message", "inbox", "wait", "park", "resume", "followup", "revive"] {
+            round_trip(&format!("/x-methods/{name}/result"), &reply)?;
+        }
+    }
+
+    #[test]
+    fn status_answers_round_trip(result in status_result()) {
+        round_trip("/x-methods/status/result", &result)?;
+    }
+
+    #[test]
+    fn delegate_answers_round_trip(reply in reply(), outcome in window_outcome(), background in any::<bool>()) {
+        let result = if background {
+            DelegateResult::Background(reply)
+        } else {
+            DelegateResult::Foreground(Box::new(DelegateOutcome { admitted: reply, outcome }))
+        };
+        round_trip("/x-methods/delegate/result", &result)?;
+    }
+
+    #[test]
+    fn the_other_answers_round_trip(
+        agents in agents(),
+        target in target(),
+        protocol in 1_u32..9,
+        words in text(),
+    ) {
+        round_trip("/x-methods/agents/result", &agents)?;
+        round_trip("/x-methods/hello/result", &HelloResult {
+            protocol,
+            server: format!("slate {words}"),
+            parent_id: Uuid::from_u128(7),
+            cwd: words.clone(),
+            pid: protocol,
+        })?;
+        round_trip("/x-methods/transcript/result", &TranscriptResult {
+            target,
+            messages: vec![json!({"role": "user", "content": words})],
+        })?;
+        round_trip("/x-methods/subscribe/result", &SubscribeResult { subscribed: true })?;
+        round_trip("/x-methods/shutdown/result", &ShutdownResult { shutting_down: true })?;
+        round_trip("/x-methods/policy/result", &SchedulingPolicy::default())?;
+        round_trip("/x-methods/profiles/result", &ProfilesResult(json!({"toolPolicy": {}, "profiles": []})))?;
+    }
+
+    #[test]
+    fn every_notification_round_trips(event in event(), missed in any::<u64>()) {
+        round_trip("/x-notification", &Notification::Event(event))?;
+        round_trip("/x-notification", &Notification::Lagged(Lagged { missed }))?;
+    }
+}
+
+#[test]
+fn a_wrong_reply_fails_the_schema_and_the_typed_read() {
+    // A renamed member must fail loudly, not read as nothing.
+    let renamed = json!({"kind": "message", "msg": {}});
+    assert!(with_schema(|s| s.result("steer", &renamed)).is_err());
+    assert!(serde_json::from_value::<Reply>(renamed).is_err());
+    let stats = json!({"parentId": Uuid::nil(), "children": [], "agents": [], "stats": {}, "policy": {}});
+    assert!(with_schema(|s| s.result("status", &stats)).is_err());
+    assert!(serde_json::from_value::<StatusResult>(stats).is_err());
+}
