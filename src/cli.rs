@@ -36,6 +36,17 @@ pub enum ExitCode {
 }
 
 impl ExitCode {
+    /// The `--json` error code of a failure that has no more specific one.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Refused => "failed",
+            Self::Usage => "usage",
+            Self::NoCoordinator => "no-coordinator",
+            Self::Busy => "busy",
+        }
+    }
+
     /// The one mapping from a control-socket failure to an exit code (and the stable code
     /// shown in `--json` errors): a refusal is 1, a request this build got wrong is 2, no
     /// coordinator is 3, a coordinator at capacity is 4.

@@ -464,3 +464,57 @@ fn a_root_model_without_a_provider_is_a_usage_error() {
     assert!(stderr(&out).contains("--model"), "{}", stderr(&out));
     let _ = std::fs::remove_dir_all(&base);
 }
+
+/// Every `--json` failure has the one shape `{"error": {"code", "message"}}`, and a
+/// coordinator at its connection limit exits 4 (`busy`), not 2.
+#[test]
+fn json_errors_have_one_shape_and_busy_exits_4() {
+    let f = Fixture::start("shapes");
+    let usage = f.slate(&["--json", "stop", "not-a-target"]);
+    assert_eq!(usage.status.code(), Some(2));
+    let v: Value = serde_json::from_slice(&usage.stdout).unwrap();
+    assert_eq!(v["error"]["code"], "usage", "{v}");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("UUID"),
+        "{v}"
+    );
+    let stranger = "00000000-0000-4000-8000-000000000001@1";
+    let refused = f.slate(&["--json", "stop", stranger]);
+    assert_eq!(refused.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&refused.stdout).unwrap();
+    assert_eq!(v["error"]["code"], "unknown-identity", "{v}");
+    // Fill every connection slot (64) with peers that never say hello, then ask.
+    let held: Vec<std::os::unix::net::UnixStream> = (0..64)
+        .map(|_| std::os::unix::net::UnixStream::connect(&f.socket).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let busy = f.slate(&["--json", "status"]);
+    assert_eq!(busy.status.code(), Some(4), "{}", stderr(&busy));
+    let v: Value = serde_json::from_slice(&busy.stdout).unwrap();
+    assert_eq!(v["error"]["code"], "busy", "{v}");
+    let text = f.slate(&["status"]);
+    assert_eq!(text.status.code(), Some(4));
+    assert!(stderr(&text).contains("busy"), "{}", stderr(&text));
+    drop(held);
+}
+
+/// `slate status --json | head -c 0`: the reader is gone before anything is written; the
+/// command ends quietly (no panic, no message) with its normal exit code.
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    let f = Fixture::start("pipe");
+    let _ = f.json(&["delegate", "--background", "Something to list"]);
+    for args in [&["--json", "status"][..], &["status"][..]] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_slate"));
+        cmd.args(args)
+            .current_dir(&f.work)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        Fixture::env(&f.base, &mut cmd);
+        let mut child = cmd.spawn().unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        assert_eq!(stderr(&out), "", "{args:?}");
+    }
+}

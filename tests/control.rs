@@ -224,8 +224,10 @@ impl Raw {
     }
 
     async fn hello(&mut self) {
-        self.send(&json!({"id": 0, "method": "hello", "params": {"protocols": [2], "client": "raw"}}))
-            .await;
+        self.send(
+            &json!({"id": 0, "method": "hello", "params": {"protocols": [2], "client": "raw"}}),
+        )
+        .await;
         let reply = self.recv().await.unwrap();
         assert_eq!(reply["result"]["protocol"], 2, "{reply}");
     }
@@ -352,7 +354,9 @@ async fn an_unsupported_protocol_is_refused_and_the_connection_may_retry() {
     let harness = start(Options::default());
     let mut raw = harness.raw().await;
     // None of the offered versions: refused with the supported list.
-    let reply = raw.call(json!(1), "hello", json!({"protocols": [1, 3]})).await;
+    let reply = raw
+        .call(json!(1), "hello", json!({"protocols": [1, 3]}))
+        .await;
     assert_eq!(error_code(&reply), codes::UNSUPPORTED_PROTOCOL);
     assert_eq!(reply["error"]["data"]["supported"], json!([2]));
     // A protocol 1 client (`protocol: 1`) is told the same.

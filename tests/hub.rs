@@ -756,7 +756,8 @@ fn steer_is_pinned_to_a_running_target() {
         result: Ok(receipt(7, ReceiptStatus::Queued)),
     }]);
     assert!(
-        rig.notice().contains(&format!("receipt {} is queued", id(7))),
+        rig.notice()
+            .contains(&format!("receipt {} is queued", id(7))),
         "{}",
         rig.notice()
     );

@@ -7,8 +7,8 @@
 #[path = "support/protocol_schema.rs"]
 mod protocol_schema;
 
-use std::path::Path;
 use std::cell::RefCell;
+use std::path::Path;
 
 use proptest::prelude::*;
 use serde::Serialize;
@@ -18,9 +18,9 @@ use slate::control::Method;
 use slate::control::methods::{
     DelegateOutcome, DelegateParams, DelegateResult, Event, FleetStats, FleetStatus, HelloParams,
     HelloResult, Lagged, METHODS, MessageParams, MessageRef, NoParams, Notification,
-    ProfilesResult, RenewParams, Request, ResumeParams, ShutdownResult, StatusParams,
-    StatusResult, SteerParams, StopManyParams, SubscribeResult, Target, TargetParams,
-    TranscriptResult, WaitParams, method, protocol_schema,
+    ProfilesResult, RenewParams, Request, ResumeParams, ShutdownResult, StatusParams, StatusResult,
+    SteerParams, StopManyParams, SubscribeResult, Target, TargetParams, TranscriptResult,
+    WaitParams, method, protocol_schema,
 };
 use slate::control::protocol::codes;
 use slate::control::summary::SummaryRow;
@@ -345,14 +345,12 @@ fn status_view() -> impl Strategy<Value = StatusView> {
 }
 
 fn window_outcome() -> impl Strategy<Value = WindowOutcome> {
-    (any::<u64>(), any::<u64>(), snapshots()).prop_map(|(call, request, outcomes)| {
-        WindowOutcome {
-            call: CallId(call),
-            request: RequestId(request),
-            initiator: Party::Root,
-            delivery: Delivery::Background,
-            outcomes,
-        }
+    (any::<u64>(), any::<u64>(), snapshots()).prop_map(|(call, request, outcomes)| WindowOutcome {
+        call: CallId(call),
+        request: RequestId(request),
+        initiator: Party::Root,
+        delivery: Delivery::Background,
+        outcomes,
     })
 }
 
@@ -380,8 +378,12 @@ fn status_result() -> impl Strategy<Value = StatusResult> {
                 policy: SchedulingPolicy::default(),
             })
         }),
-        (snapshots(), proptest::collection::vec(presence(), 3), stats()).prop_map(
-            |(children, presences, stats)| {
+        (
+            snapshots(),
+            proptest::collection::vec(presence(), 3),
+            stats()
+        )
+            .prop_map(|(children, presences, stats)| {
                 let rows = children
                     .iter()
                     .zip(presences)
@@ -396,17 +398,18 @@ fn status_result() -> impl Strategy<Value = StatusResult> {
                     stats,
                     policy: SchedulingPolicy::default(),
                 })
-            }
-        ),
+            }),
     ]
 }
 
 fn request() -> impl Strategy<Value = Request> {
     let maybe_target = || proptest::option::of(target());
     prop_oneof![
-        (proptest::collection::vec(1_u32..5, 1..3), proptest::option::of(text())).prop_map(
-            |(protocols, client)| Request::Hello(HelloParams { protocols, client })
-        ),
+        (
+            proptest::collection::vec(1_u32..5, 1..3),
+            proptest::option::of(text())
+        )
+            .prop_map(|(protocols, client)| Request::Hello(HelloParams { protocols, client })),
         Just(Request::Subscribe(NoParams {})),
         (maybe_target(), any::<bool>())
             .prop_map(|(target, summary)| Request::Status(StatusParams { target, summary })),
@@ -427,18 +430,19 @@ fn request() -> impl Strategy<Value = Request> {
             mode: MessageMode::FollowUp,
         })),
         Just(Request::Inbox(NoParams {})),
-        (any::<u64>(), maybe_target(), proptest::option::of(any::<u128>())).prop_map(
-            |(timeout_ms, target, message)| Request::Wait(WaitParams {
+        (
+            any::<u64>(),
+            maybe_target(),
+            proptest::option::of(any::<u128>())
+        )
+            .prop_map(|(timeout_ms, target, message)| Request::Wait(WaitParams {
                 timeout_ms,
                 target,
                 message_id: message.map(|n| MessageRef(MessageId(Uuid::from_u128(n)))),
-            })
-        ),
+            })),
         target().prop_map(|target| Request::Park(TargetParams { target })),
-        (target(), text()).prop_map(|(target, assignment)| Request::Resume(ResumeParams {
-            target,
-            assignment
-        })),
+        (target(), text())
+            .prop_map(|(target, assignment)| Request::Resume(ResumeParams { target, assignment })),
         (target(), text(), any::<bool>()).prop_map(|(target, assignment, schema)| {
             Request::Followup(RenewParams {
                 target,
@@ -556,7 +560,8 @@ fn a_wrong_reply_fails_the_schema_and_the_typed_read() {
     let renamed = json!({"kind": "message", "msg": {}});
     assert!(with_schema(|s| s.result("steer", &renamed)).is_err());
     assert!(serde_json::from_value::<Reply>(renamed).is_err());
-    let stats = json!({"parentId": Uuid::nil(), "children": [], "agents": [], "stats": {}, "policy": {}});
+    let stats =
+        json!({"parentId": Uuid::nil(), "children": [], "agents": [], "stats": {}, "policy": {}});
     assert!(with_schema(|s| s.result("status", &stats)).is_err());
     assert!(serde_json::from_value::<StatusResult>(stats).is_err());
 }

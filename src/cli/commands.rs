@@ -10,8 +10,8 @@ use crate::cli::watch::{End, Quit, Widget};
 use crate::cli::{Command, ExitCode, Printer};
 use crate::control::Method;
 use crate::control::methods::{
-    DelegateParams, DelegateResult, MessageParams, MessageRef, NoParams, RenewParams,
-    ResumeParams, SteerParams, Target, TargetParams, WaitParams, method,
+    DelegateParams, DelegateResult, MessageParams, MessageRef, NoParams, RenewParams, ResumeParams,
+    SteerParams, Target, TargetParams, WaitParams, method,
 };
 use crate::core::{MessageMode, Reply, Status};
 use crate::text::SafeText;
@@ -112,17 +112,17 @@ pub fn run(printer: &Printer, command: Command) -> ExitCode {
                         v.messages
                             .iter()
                             .map(|m| {
-                                    let role = m["role"].as_str().unwrap_or("?");
-                                    let text: String = match &m["content"] {
-                                        Value::String(s) => s.clone(),
-                                        Value::Array(blocks) => blocks
-                                            .iter()
-                                            .filter_map(|b| b["text"].as_str())
-                                            .collect::<Vec<_>>()
-                                            .join(""),
-                                        _ => String::new(),
-                                    };
-                                    format!("[{role}] {}\n", SafeText::lines(&text))
+                                let role = m["role"].as_str().unwrap_or("?");
+                                let text: String = match &m["content"] {
+                                    Value::String(s) => s.clone(),
+                                    Value::Array(blocks) => blocks
+                                        .iter()
+                                        .filter_map(|b| b["text"].as_str())
+                                        .collect::<Vec<_>>()
+                                        .join(""),
+                                    _ => String::new(),
+                                };
+                                format!("[{role}] {}\n", SafeText::lines(&text))
                             })
                             .collect()
                     },
@@ -133,8 +133,9 @@ pub fn run(printer: &Printer, command: Command) -> ExitCode {
             target,
             text,
             select,
-        } => targeted::<method::Steer>(printer, &[target], select.parent, |target| {
-            SteerParams { target, text }
+        } => targeted::<method::Steer>(printer, &[target], select.parent, |target| SteerParams {
+            target,
+            text,
         }),
         Command::Message {
             mut words,
@@ -194,23 +195,21 @@ pub fn run(printer: &Printer, command: Command) -> ExitCode {
             target,
             text,
             select,
-        } => targeted::<method::Followup>(printer, &[target], select.parent, |target| {
-            RenewParams {
+        } => {
+            targeted::<method::Followup>(printer, &[target], select.parent, |target| RenewParams {
                 target,
                 assignment: text,
                 result_schema: None,
-            }
-        }),
+            })
+        }
         Command::Revive {
             target,
             text,
             select,
-        } => targeted::<method::Revive>(printer, &[target], select.parent, |target| {
-            RenewParams {
-                target,
-                assignment: text,
-                result_schema: None,
-            }
+        } => targeted::<method::Revive>(printer, &[target], select.parent, |target| RenewParams {
+            target,
+            assignment: text,
+            result_schema: None,
         }),
         Command::Wait {
             target,

@@ -57,18 +57,13 @@ pub async fn try_connect(parent: Option<String>) -> Result<Client, (ExitCode, St
         .map_err(|e| (code(e.is_unreachable()), e.to_string()))?;
     Client::connect(&endpoint)
         .await
-        .map_err(|e| (code(e.is_unreachable()), e.to_string()))
+        .map_err(|e| (ExitCode::of_client_error(&e).0, e.to_string()))
 }
 
 /// Connect to the selected coordinator, or explain how to start one (exit 3).
 pub async fn connect(printer: &Printer, parent: Option<String>) -> Result<Client, ExitCode> {
     try_connect(parent).await.map_err(|(code, message)| {
-        let name = if code == ExitCode::NoCoordinator {
-            "no-coordinator"
-        } else {
-            "usage"
-        };
-        printer.error_code(name, &SafeText::line(&message).into_string(), None);
+        printer.error_code(code.name(), &SafeText::line(&message).into_string(), None);
         code
     })
 }
@@ -91,7 +86,11 @@ pub async fn request<M: Method>(
 pub fn report(printer: &Printer, error: &ClientError) -> ExitCode {
     let (exit, code) = ExitCode::of_client_error(error);
     let Some(remote) = error.remote() else {
-        printer.error_code(code, &SafeText::line(&error.to_string()).into_string(), None);
+        printer.error_code(
+            code,
+            &SafeText::line(&error.to_string()).into_string(),
+            None,
+        );
         return exit;
     };
     if printer.json() {
@@ -292,7 +291,11 @@ pub fn status_view(view: &StatusView) -> String {
     ];
     for (key, value) in fields {
         if let Some(value) = value.filter(|v| !v.is_empty()) {
-            let _ = writeln!(out, "  {key}: {}", fit(&SafeText::line(&value).into_string(), 200));
+            let _ = writeln!(
+                out,
+                "  {key}: {}",
+                fit(&SafeText::line(&value).into_string(), 200)
+            );
         }
     }
     let _ = writeln!(out, "  limits: {}", compact(&s.limits));

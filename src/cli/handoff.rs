@@ -3,8 +3,6 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use serde_json::json;
-
 use crate::cli::fleet::try_connect;
 use crate::cli::{ExitCode, Printer};
 use crate::handoff::Purpose;
@@ -85,7 +83,8 @@ fn with_context<T>(
 
 fn print_error(printer: &Printer, what: &str, problems: &[Problem]) {
     if printer.json() {
-        printer.value(&json!({"error": what, "problems": problems}));
+        let data = serde_json::to_value(problems).unwrap_or_default();
+        printer.error_code("invalid-config", what, Some(&data));
         return;
     }
     let mut text = SafeText::line(what).into_string();

@@ -59,10 +59,12 @@ fn overlay(printer: &Printer, loaded: Result<crate::config::Loaded, Vec<Problem>
     }
 }
 
-/// Every problem, on stderr (text) or as `{error, problems}` (JSON).
+/// Every problem, on stderr (text) or as the JSON error object with code `invalid-config`
+/// and the problems as `data`.
 pub fn report_problems(printer: &Printer, headline: &str, problems: &[Problem]) {
     if printer.json() {
-        printer.value(&serde_json::json!({ "error": headline, "problems": problems }));
+        let data = serde_json::to_value(problems).unwrap_or_default();
+        printer.error_code("invalid-config", headline, Some(&data));
     } else {
         let count = match problems.len() {
             1 => "1 problem".to_owned(),

@@ -163,7 +163,7 @@ async fn run_async(printer: &Printer, args: &RunArgs) -> ExitCode {
 
 fn refused(printer: &Printer, refusal: &Refusal) {
     if printer.json() {
-        printer.value(&serde_json::json!({ "error": refusal }));
+        printer.error_code(refusal.code(), &refusal.to_string(), None);
     } else {
         printer.error(&format!("refused [{}]: {refusal}", refusal.code()));
     }

@@ -48,11 +48,11 @@ async fn serve(printer: &Printer, args: &EmbedArgs) -> ExitCode {
     } = embedded;
     let service = Arc::new(Service::new(rt.clone(), loaded, models, offered).with_routing(routing));
     if printer.json() {
-        printer.value(&serde_json::json!({
-            "parentId": root_id,
-            "socket": socket,
-            "events": delegation_dir.join("events.jsonl"),
-        }));
+        printer.value(&ServeOutput {
+            parent_id: root_id,
+            socket: &socket,
+            events: &delegation_dir.join("events.jsonl"),
+        });
     } else {
         printer.out(&format!(
             "slate serve: parent {root_id}\nsocket {}\nevents {}\n",
@@ -89,4 +89,13 @@ async fn serve(printer: &Printer, args: &EmbedArgs) -> ExitCode {
         ));
     }
     ExitCode::Ok
+}
+
+/// `slate serve --json`: where the coordinator listens and logs.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ServeOutput<'a> {
+    parent_id: uuid::Uuid,
+    socket: &'a std::path::Path,
+    events: &'a std::path::Path,
 }

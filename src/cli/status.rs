@@ -4,9 +4,7 @@
 
 use serde::Serialize;
 
-use crate::cli::fleet::{
-    block_on, fleet_table, report, request, status_view, target, try_connect,
-};
+use crate::cli::fleet::{block_on, fleet_table, report, request, status_view, target, try_connect};
 use crate::cli::{ExitCode, Printer};
 use crate::control::Method as _;
 use crate::control::methods::{StatusParams, StatusResult, Target, method};
@@ -43,12 +41,7 @@ pub fn run(printer: &Printer, words: &[String], parent: Option<String>) -> ExitC
                 return from_history(printer, parent.as_deref().unwrap_or_default(), target);
             }
             Err((code, message)) => {
-                let name = if code == ExitCode::NoCoordinator {
-                    "no-coordinator"
-                } else {
-                    "usage"
-                };
-                printer.error_code(name, &SafeText::line(&message).into_string(), None);
+                printer.error_code(code.name(), &SafeText::line(&message).into_string(), None);
                 return code;
             }
         };

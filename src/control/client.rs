@@ -87,8 +87,9 @@ impl RawResult {
     /// The result read as `T`; a mismatch names the method and the field's path.
     pub fn decode<'a, T: Deserialize<'a>>(&'a self, method: &str) -> Result<T, ClientError> {
         let mut de = serde_json::Deserializer::from_str(&self.0);
-        serde_path_to_error::deserialize(&mut de)
-            .map_err(|e| ClientError::Protocol(format!("{method} result: {}: {}", e.path(), e.inner())))
+        serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            ClientError::Protocol(format!("{method} result: {}: {}", e.path(), e.inner()))
+        })
     }
 }
 

@@ -135,7 +135,10 @@ pub(super) async fn run(
 
 impl Connection {
     async fn dispatch(&mut self, line: Result<String, ControlError>) {
-        let line = match line.map_err(|e| (None, e)).and_then(|l| RequestLine::parse(&l)) {
+        let line = match line
+            .map_err(|e| (None, e))
+            .and_then(|l| RequestLine::parse(&l))
+        {
             Ok(line) => line,
             Err((id, error)) => return self.send(Response::error(id, error)).await,
         };
@@ -147,7 +150,11 @@ impl Connection {
         }
         if line.method == method::Hello::NAME {
             // A protocol 1 client says `{"protocol": 1}`: tell it what this server speaks.
-            let response = match line.params.get("protocol").and_then(serde_json::Value::as_u64) {
+            let response = match line
+                .params
+                .get("protocol")
+                .and_then(serde_json::Value::as_u64)
+            {
                 Some(old) => Response::error(
                     Some(id),
                     ControlError::unsupported_protocol(&[u32::try_from(old).unwrap_or(u32::MAX)]),

@@ -216,7 +216,9 @@ impl Response {
 
 /// An error as it travels on the wire: a stable `code` naming the rule, a message that names
 /// the offending field or identity, and optional structured `data`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema, thiserror::Error)]
+#[derive(
+    Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema, thiserror::Error,
+)]
 #[serde(deny_unknown_fields)]
 #[error("{code}: {message}")]
 pub struct ControlError {

@@ -18,13 +18,11 @@ use tokio::task::JoinSet;
 
 use super::codec::LineWriter;
 use super::connection::{self, Shared};
-use super::methods::{Event, HelloResult};
 use super::discovery::{
     self, DiscoveryError, METADATA_EXT, Metadata, current_uid, ensure_private_dir,
 };
-use super::protocol::{
-    ControlError, MAX_REQUEST_LINE, MAX_SERVER_LINE, Payload, Response,
-};
+use super::methods::{Event, HelloResult};
+use super::protocol::{ControlError, MAX_REQUEST_LINE, MAX_SERVER_LINE, Payload, Response};
 
 /// A boxed future, as [`Handler::handle`] returns it.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

@@ -102,6 +102,7 @@ impl Service {
         Ok(reply?)
     }
 
+    #[allow(clippy::too_many_lines, reason = "one arm per method")]
     /// One typed request, acting as [`actor`] of `session`. Each arm says what its method does;
     /// the result is written once as JSON text.
     async fn dispatch(&self, request: Request, session: &Session) -> Result<Payload, ControlError> {
@@ -156,7 +157,9 @@ impl Service {
                     .await?;
                 raw(&reply)
             }
-            Request::Inbox(_) => raw(&self.core(move |request| Input::Inbox { request, actor }).await?),
+            Request::Inbox(_) => raw(&self
+                .core(move |request| Input::Inbox { request, actor })
+                .await?),
             Request::Wait(p) => {
                 let target = p.target.map(|t| t.0);
                 let message_id = p.message_id.map(|m| m.0);
@@ -292,7 +295,11 @@ impl Service {
 
     /// Native `delegate_task` or compatibility `subagent` launch; `background` overrides the
     /// request's own.
-    async fn delegate(&self, p: DelegateParams, actor: Party) -> Result<DelegateResult, ControlError> {
+    async fn delegate(
+        &self,
+        p: DelegateParams,
+        actor: Party,
+    ) -> Result<DelegateResult, ControlError> {
         let mut call = match parse_delegate_task(&p.request) {
             Ok(call) => call,
             Err(native) => match parse_subagent(&p.request) {
@@ -328,7 +335,12 @@ impl Service {
 
     /// Followup or revive: current profile grants for the target's role, intersected by the
     /// core with the previous generation's.
-    async fn renew(&self, kind: Renew, p: RenewParams, actor: Party) -> Result<Reply, ControlError> {
+    async fn renew(
+        &self,
+        kind: Renew,
+        p: RenewParams,
+        actor: Party,
+    ) -> Result<Reply, ControlError> {
         let target = p.target.0;
         let schema = match &p.result_schema {
             Some(schema) => Some(
@@ -393,9 +405,11 @@ impl Service {
             .ok_or(Refusal::UnknownIdentity(target))?;
         let messages = match snapshot.transcript {
             None => Vec::new(),
-            Some(path) => tokio::task::spawn_blocking(move || read_transcript(&PathBuf::from(path)))
-                .await
-                .map_err(|e| ControlError::internal(&e.to_string()))??,
+            Some(path) => {
+                tokio::task::spawn_blocking(move || read_transcript(&PathBuf::from(path)))
+                    .await
+                    .map_err(|e| ControlError::internal(&e.to_string()))??
+            }
         };
         Ok(TranscriptResult {
             target: Target(target),

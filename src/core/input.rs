@@ -106,7 +106,19 @@ pub enum Input {
 }
 
 /// Timers the core asks the runtime to arm.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 pub enum TimerKey {
     /// The deadline of one execution window of one generation.
     Deadline { child: ChildRef, window: u32 },

@@ -4,7 +4,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::core::ids::{MessageId, Party};
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub enum MessageMode {
     #[default]
     #[serde(rename = "inbox")]

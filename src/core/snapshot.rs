@@ -8,7 +8,9 @@ use crate::core::lifecycle::{LimitReason, PauseReason, Presence, Status};
 use crate::core::task::{BuiltinTool, CapabilityDenial, Limits, Prewalk, Role};
 
 /// Token counts as the worker reports them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub struct Tokens {
     pub input: u64,

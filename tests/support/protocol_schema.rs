@@ -23,10 +23,10 @@ impl ProtocolSchema {
     /// The checked-in schema (not the one generated now: what clients are given is tested).
     pub fn load() -> Self {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/protocol.schema.json");
-        let text = std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let document: Value = serde_json::from_str(&text)
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let document: Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let mut compiler = boon::Compiler::new();
         compiler
             .add_resource(LOCATION, document)

@@ -17,8 +17,8 @@ use tokio::time::MissedTickBehavior;
 use super::state::{Failure, Hub, HubOptions, Msg, UiEffect};
 use super::view::HubView;
 use crate::control::methods::{
-    Event as ControlEvent, Lagged, NoParams, Notification, StatusParams, StatusResult,
-    Target, TargetParams, method,
+    Event as ControlEvent, Lagged, NoParams, Notification, StatusParams, StatusResult, Target,
+    TargetParams, method,
 };
 use crate::control::{Client, ClientError, Subscription};
 use crate::core::{ChildSnapshot, Reply};
@@ -257,7 +257,9 @@ fn perform(effect: UiEffect, client: &Arc<Client>, tx: &UnboundedSender<Msg>) {
             UiEffect::Control { id, action } => {
                 let request = action.request();
                 let result = match client.send(&request).await {
-                    Ok(raw) => raw.decode::<Reply>(request.method()).map_err(|e| failure(&e)),
+                    Ok(raw) => raw
+                        .decode::<Reply>(request.method())
+                        .map_err(|e| failure(&e)),
                     Err(e) => Err(failure(&e)),
                 };
                 Msg::ControlDone { id, result }

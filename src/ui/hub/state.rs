@@ -14,7 +14,7 @@ use super::roster::{Filter, Roster, SortKey};
 use super::transcript::{Documents, Line, RowKind, documents};
 use crate::control::Method as _;
 use crate::control::methods::{
-    MessageParams, Request, method, SteerParams, StopManyParams, Target, TargetParams, WaitParams,
+    MessageParams, Request, SteerParams, StopManyParams, Target, TargetParams, WaitParams, method,
 };
 use crate::core::{AgentPresence, ChildRef, ChildSnapshot, MessageMode, Millis, Reply};
 use crate::text::SafeText;
