@@ -12,6 +12,7 @@ use tokio::sync::{broadcast, mpsc, watch};
 use tokio::task::{self, JoinHandle, JoinSet};
 use tokio::time::Instant;
 
+use super::caller::{self, Caller};
 use super::codec::{LineReader, encode_line, write_lines};
 use super::protocol::{
     ControlError, HelloParams, HelloResult, METHOD_HELLO, METHOD_SUBSCRIBE, Notification,
@@ -29,6 +30,8 @@ const MAX_CLIENT_NAME: usize = 200;
 /// What every connection of one server shares.
 pub(super) struct Shared {
     pub handler: Arc<dyn Handler>,
+    /// The handler's live workers (see [`Handler::actors`]).
+    pub actors: Option<crate::runtime::ActorRegistry>,
     pub hello: HelloResult,
     pub config: ServerConfig,
 }
@@ -158,7 +161,21 @@ impl Connection {
             let error = ControlError::hello_required(&request.method);
             return self.send(Response::error(Some(request.id), error)).await;
         };
+        // The generation may have ended since `hello`; then nothing more runs as it.
+        if let Err(error) = caller::verify(self.shared.actors.as_ref(), &session.caller) {
+            return self.send(Response::error(Some(request.id), error)).await;
+        }
         if request.method == METHOD_SUBSCRIBE {
+            // The fleet's event stream is root observation ("no child registry enumeration").
+            if let Caller::Child { target, .. } = &session.caller {
+                let refusal = crate::core::Refusal::RootOnly {
+                    action: METHOD_SUBSCRIBE,
+                    actor: *target,
+                };
+                return self
+                    .send(Response::error(Some(request.id), refusal.into()))
+                    .await;
+            }
             return self.subscribe(request.id).await;
         }
         let handler = Arc::clone(&self.shared.handler);
@@ -186,18 +203,28 @@ impl Connection {
         }
         let params: HelloParams = serde_json::from_value(params).map_err(|e| {
             ControlError::invalid_request(&format!(
-                "params: hello takes {{\"protocol\": integer, \"client\"?: string}} ({e})"
+                "params: hello takes {{\"protocol\": integer, \"client\"?: string, \"capability\"?: string}} ({e})"
             ))
         })?;
         if params.protocol != PROTOCOL_VERSION {
             return Err(ControlError::unsupported_protocol(params.protocol));
         }
+        let caller = caller::identify(
+            self.shared.actors.as_ref(),
+            self.pending.peer_pid,
+            params.capability,
+        )?;
+        let hello = HelloResult {
+            actor: caller.view(),
+            ..self.shared.hello.clone()
+        };
         let mut session = self.pending.clone();
         session.client = params
             .client
             .map(|c| c.chars().take(MAX_CLIENT_NAME).collect());
+        session.caller = caller;
         self.session = Some(Arc::new(session));
-        serde_json::to_value(&self.shared.hello).map_err(|e| ControlError::internal(&e.to_string()))
+        serde_json::to_value(&hello).map_err(|e| ControlError::internal(&e.to_string()))
     }
 
     /// Starts forwarding the handler's events to this connection (once; a second

@@ -43,6 +43,13 @@ pub mod codes {
     pub const SHUTTING_DOWN: &str = "shutting-down";
     pub const RESPONSE_TOO_LARGE: &str = "response-too-large";
     pub const INTERNAL: &str = "internal";
+    /// `hello.capability` admits nothing (forged, ended, replaced, or not this process
+    /// tree's worker).
+    pub const CAPABILITY_REFUSED: &str = "capability-refused";
+    /// The connection's generation ended or was replaced after `hello`.
+    pub const ACTOR_ENDED: &str = "actor-ended";
+    /// The peer process is unknown, so the actor cannot be decided.
+    pub const ACTOR_UNKNOWN: &str = "actor-unknown";
 }
 
 /// A request id: a string or an integer, echoed verbatim in the response.
@@ -246,6 +253,10 @@ pub struct HelloParams {
     /// The client's name and version, e.g. `"slate 0.1.0"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
+    /// A worker generation's secret capability: the connection then speaks as that
+    /// generation (see `control::caller`). Redacted in `Debug`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capability: Option<crate::runtime::Capability>,
 }
 
 /// `hello` result: who answers.
@@ -258,6 +269,9 @@ pub struct HelloResult {
     pub parent_id: String,
     pub cwd: String,
     pub pid: u32,
+    /// Who this connection speaks for.
+    #[serde(default)]
+    pub actor: super::caller::CallerView,
 }
 
 /// An error as it travels on the wire: a stable `code` naming the rule, a message that names

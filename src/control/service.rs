@@ -1,6 +1,7 @@
 //! The methods of the control socket: the root's controls over one runtime, with requests
 //! resolved by policy first. One vocabulary: the same core commands and refusals as every
-//! other surface.
+//! other surface. Every request acts as its connection's caller (`control::caller`): the
+//! operator is the root; a worker generation is that child, limited to [`CHILD_METHODS`].
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -45,6 +46,18 @@ pub const METHODS: [&str; 17] = [
     "shutdown",
     "policy",
 ];
+
+/// What a child generation may ask (the contract's child-local `delegate_task` and
+/// `delegate_coordinate` actions); every other method is root-only: `status`, `stop`, `park`,
+/// `resume`, `followup`, `revive` by the contract, and the fleet reads and operator controls
+/// because a child gets "no child registry enumeration, transcript read or arbitrary
+/// resource lookup".
+pub const CHILD_METHODS: [&str; 4] = ["delegate", "message", "inbox", "wait"];
+
+/// The party every core input of a request acts as: its connection's caller.
+fn actor(session: &Session) -> Party {
+    session.caller.party()
+}
 
 pub struct Service {
     rt: RuntimeHandle,
@@ -116,16 +129,21 @@ impl Service {
     }
 
     #[allow(clippy::too_many_lines, reason = "one arm per method")]
-    async fn dispatch(&self, method: &str, params: Value) -> Result<Value, ControlError> {
+    async fn dispatch(
+        &self,
+        method: &str,
+        params: Value,
+        actor: Party,
+    ) -> Result<Value, ControlError> {
         let p = Params(&params);
         match method {
             "agents" => to_json(&self.rt.query(crate::core::Coordinator::agents).await?),
-            "delegate" => self.delegate(&params).await,
+            "delegate" => self.delegate(&params, actor).await,
             "stop" => {
                 let target = p.child_ref("target")?;
                 self.core(move |request| Input::Stop {
                     request,
-                    actor: Party::Root,
+                    actor,
                     target,
                 })
                 .await
@@ -134,7 +152,7 @@ impl Service {
                 let targets = p.child_refs("targets")?;
                 self.core(move |request| Input::StopMany {
                     request,
-                    actor: Party::Root,
+                    actor,
                     targets,
                 })
                 .await
@@ -153,7 +171,7 @@ impl Service {
                 let mode = p.mode()?;
                 self.core(move |request| Input::Message {
                     request,
-                    actor: Party::Root,
+                    actor,
                     target,
                     text,
                     mode,
@@ -161,9 +179,9 @@ impl Service {
                 .await
             }
             "inbox" => {
-                self.core(|request| Input::Inbox {
+                self.core(move |request| Input::Inbox {
                     request,
-                    actor: Party::Root,
+                    actor,
                 })
                 .await
             }
@@ -173,7 +191,7 @@ impl Service {
                 let timeout_ms = p.u64("timeoutMs")?;
                 self.core(move |request| Input::Wait {
                     request,
-                    actor: Party::Root,
+                    actor,
                     target,
                     message_id,
                     timeout_ms,
@@ -184,7 +202,7 @@ impl Service {
                 let target = p.child_ref("target")?;
                 self.core(move |request| Input::Park {
                     request,
-                    actor: Party::Root,
+                    actor,
                     target,
                 })
                 .await
@@ -193,13 +211,13 @@ impl Service {
                 let (target, assignment) = (p.child_ref("target")?, p.string("assignment")?);
                 self.core(move |request| Input::Resume {
                     request,
-                    actor: Party::Root,
+                    actor,
                     target,
                     assignment,
                 })
                 .await
             }
-            "followup" | "revive" => self.renew(method, &p).await,
+            "followup" | "revive" => self.renew(method, &p, actor).await,
             "transcript" => self.transcript(p.child_ref("target")?).await,
             "profiles" => to_json(&ProfilesView::new(self.loaded.clone())),
             "policy" => to_json(&self.rt.query(|c| *c.policy()).await?),
@@ -271,14 +289,29 @@ impl Service {
         })))
     }
 
-    fn resolve(&self, call: &DelegateCall) -> Result<Vec<crate::core::TaskSpec>, ControlError> {
+    /// Resolve `call` for the root (`delegator: None`) or for the delegating child, against
+    /// its admitted spec: its workspace, grants and model (the core then checks its spawn
+    /// budget, depth, ancestry and nested capacity at admission).
+    fn resolve(
+        &self,
+        call: &DelegateCall,
+        delegator: Option<&crate::core::TaskSpec>,
+    ) -> Result<Vec<crate::core::TaskSpec>, ControlError> {
+        let workspace = delegator.map(|spec| PathBuf::from(&spec.cwd));
+        let nested_models = delegator.map(|spec| ModelContext {
+            parent: spec.model.clone().unwrap_or_else(|| self.models.parent.clone()),
+            parent_allowlist: spec.models.clone(),
+            ..self.models.clone()
+        });
         let resolve = |routing: Option<crate::policy::logical::LogicalContext<'_>>| {
             let ctx = ResolveContext {
                 profiles: &self.loaded.profiles,
                 root_cwd: &self.loaded.cwd,
-                delegator: None,
+                delegator: delegator.zip(workspace.as_deref()).map(|(spec, workspace)| {
+                    crate::policy::resolve::Delegator { workspace, spec }
+                }),
                 offered: &self.offered,
-                models: &self.models,
+                models: nested_models.as_ref().unwrap_or(&self.models),
                 fs: &RealFs,
                 routing,
             };
@@ -292,7 +325,7 @@ impl Service {
     }
 
     /// `{request, background?}`: native `delegate_task` or compatibility `subagent` launch.
-    async fn delegate(&self, params: &Value) -> Result<Value, ControlError> {
+    async fn delegate(&self, params: &Value, actor: Party) -> Result<Value, ControlError> {
         let request = params
             .get("request")
             .ok_or_else(|| ControlError::invalid_request("params.request: required"))?;
@@ -306,18 +339,27 @@ impl Service {
         if let Some(background) = params.get("background").and_then(Value::as_bool) {
             call.background = background;
         }
-        let tasks = self.resolve(&call)?;
+        let delegator = match actor {
+            Party::Root => None,
+            Party::Child(child) => Some(
+                self.rt
+                    .query(move |c| c.admitted_spec(child).cloned())
+                    .await?
+                    .ok_or(Refusal::UnknownIdentity(child))?,
+            ),
+        };
+        let tasks = self.resolve(&call, delegator.as_ref())?;
         if call.background {
             return self
                 .core(move |request| Input::Admit {
                     request,
-                    actor: Party::Root,
+                    actor,
                     tasks,
                     background: true,
                 })
                 .await;
         }
-        let fg = self.rt.delegate(Party::Root, tasks).await??;
+        let fg = self.rt.delegate(actor, tasks).await??;
         let admitted = to_json(&fg.admitted)?;
         let outcome = fg
             .outcome
@@ -328,7 +370,12 @@ impl Service {
 
     /// Followup or revive: current profile grants for the target's role, intersected by the
     /// core with the previous generation's.
-    async fn renew(&self, method: &str, p: &Params<'_>) -> Result<Value, ControlError> {
+    async fn renew(
+        &self,
+        method: &str,
+        p: &Params<'_>,
+        actor: Party,
+    ) -> Result<Value, ControlError> {
         let target = p.child_ref("target")?;
         let assignment = p.string("assignment")?;
         let schema = match p.0.get("resultSchema") {
@@ -366,7 +413,7 @@ impl Service {
         if method == "followup" {
             self.core(move |request| Input::Followup {
                 request,
-                actor: Party::Root,
+                actor,
                 target,
                 renewal,
             })
@@ -374,7 +421,7 @@ impl Service {
         } else {
             self.core(move |request| Input::Revive {
                 request,
-                actor: Party::Root,
+                actor,
                 target,
                 renewal,
             })
@@ -435,18 +482,36 @@ impl Handler for Service {
         &'a self,
         method: &'a str,
         params: Value,
-        _session: &'a Session,
+        session: &'a Session,
     ) -> BoxFuture<'a, Result<Payload, ControlError>> {
         Box::pin(async move {
+            let actor = actor(session);
+            if let Party::Child(child) = actor
+                && !CHILD_METHODS.contains(&method)
+                && let Some(&action) = METHODS.iter().find(|m| **m == method)
+            {
+                // Refused before anything is looked up: a child learns nothing about others.
+                return Err(Refusal::RootOnly {
+                    action,
+                    actor: child,
+                }
+                .into());
+            }
             if method == "status" {
                 return self.status(&params).await;
             }
-            self.dispatch(method, params).await.map(Payload::Value)
+            self.dispatch(method, params, actor)
+                .await
+                .map(Payload::Value)
         })
     }
 
     fn subscribe(&self) -> broadcast::Receiver<Value> {
         self.events.subscribe()
+    }
+
+    fn actors(&self) -> Option<crate::runtime::ActorRegistry> {
+        Some(self.rt.actors().clone())
     }
 }
 
