@@ -257,12 +257,8 @@ impl Fixture {
     }
 
     async fn running(&self, target: ChildRef) {
-        self.until(
-            "running",
-            |s| s["snapshot"]["status"] == "running",
-            target,
-        )
-        .await;
+        self.until("running", |s| s["snapshot"]["status"] == "running", target)
+            .await;
     }
 
     /// Until the generation is idle: settled, and its worker gone (its capability revoked).
@@ -414,6 +410,20 @@ async fn a_capability_connection_speaks_as_its_generation_with_a_childs_authorit
     let status = call(&f.operator, "status", b_ref.clone()).await.unwrap();
     assert_eq!(status["snapshot"]["status"], "running", "b was not stopped");
 
+    let (base, secrets) = f.finish().await;
+    let _ = std::fs::remove_dir_all(base);
+    assert!(!secrets.is_empty());
+}
+
+#[tokio::test]
+async fn a_childs_delegate_messages_inbox_and_waits_are_the_childs() {
+    let f = start("child-actions", None).await;
+    let a = f.delegate("Survey the parser", json!({"spawns": 0})).await;
+    let b = f.delegate("Survey the lexer", json!({})).await;
+    f.running(a).await;
+    f.running(b).await;
+    let child = f.connect_as(a).await;
+
     // A child's delegate resolves with the child as delegator: `spawns: 0` refuses it.
     let nested = json!({"request": {"assignment": "Look deeper", "profile": "scout"}});
     let error = refused(&child, "delegate", nested).await;
@@ -466,7 +476,10 @@ async fn a_capability_connection_speaks_as_its_generation_with_a_childs_authorit
         .collect();
     assert_eq!(texts, ["from the root"], "the child's own mailbox: {inbox}");
     let root_inbox = call(&f.operator, "inbox", json!({})).await.unwrap();
-    assert_eq!(root_inbox["messages"][0]["text"], "found it", "{root_inbox}");
+    assert_eq!(
+        root_inbox["messages"][0]["text"], "found it",
+        "{root_inbox}"
+    );
 
     // Waits are a child's waits.
     let error = refused(
@@ -494,9 +507,8 @@ async fn a_capability_connection_speaks_as_its_generation_with_a_childs_authorit
     .unwrap();
     assert_eq!(timed_out["result"]["kind"], "timeout", "{timed_out}");
 
-    let (base, secrets) = f.finish().await;
+    let (base, _) = f.finish().await;
     let _ = std::fs::remove_dir_all(base);
-    assert!(!secrets.is_empty());
 }
 
 #[tokio::test]
@@ -504,7 +516,8 @@ async fn forged_ended_and_replaced_capabilities_are_refused_alike_and_never_writ
     let f = start("stale", None).await;
     let forged = Capability::from_presented("0".repeat(64));
     let malformed = Capability::from_presented("not a capability".into());
-    let unknown = "hello.capability: not the capability of a live worker generation of this coordinator";
+    let unknown =
+        "hello.capability: not the capability of a live worker generation of this coordinator";
     for presented in [&forged, &malformed] {
         let error = hello_refused(&f.socket, presented).await;
         assert_eq!(
@@ -524,7 +537,11 @@ async fn forged_ended_and_replaced_capabilities_are_refused_alike_and_never_writ
     f.idle_or_stopped(long).await;
     let error = refused(&live, "inbox", json!({})).await;
     assert_eq!(error.code, "actor-ended", "{error:?}");
-    assert!(error.message.contains(&long.to_string()), "{}", error.message);
+    assert!(
+        error.message.contains(&long.to_string()),
+        "{}",
+        error.message
+    );
     let error = hello_refused(&f.socket, &f.capability(long).unwrap()).await;
     assert_eq!(error.message, unknown, "an ended generation's capability");
 
@@ -622,7 +639,10 @@ async fn a_process_in_a_workers_tree_is_that_worker_never_the_operator() {
     let b = f.delegate("Survey the lexer", json!({})).await;
     f.running(a).await;
     f.running(b).await;
-    assert!(f.rt.actors().worker_pid(a).is_some(), "the shell's pid is known");
+    assert!(
+        f.rt.actors().worker_pid(a).is_some(),
+        "the shell's pid is known"
+    );
     std::fs::write(f.work.join("sibling"), b.to_string()).unwrap();
     std::fs::write(
         f.work.join("sibling-capability"),
@@ -632,7 +652,10 @@ async fn a_process_in_a_workers_tree_is_that_worker_never_the_operator() {
     std::fs::write(f.work.join("go"), "").unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
     while !f.work.join("done").exists() {
-        assert!(Instant::now() < deadline, "the worker's shell never finished");
+        assert!(
+            Instant::now() < deadline,
+            "the worker's shell never finished"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let read = |name: &str| std::fs::read_to_string(f.work.join(name)).unwrap();
@@ -675,7 +698,10 @@ async fn a_process_in_a_workers_tree_is_that_worker_never_the_operator() {
     let sibling = call(&f.operator, "status", json!({"target": b.to_string()}))
         .await
         .unwrap();
-    assert_eq!(sibling["snapshot"]["status"], "running", "b was not stopped");
+    assert_eq!(
+        sibling["snapshot"]["status"], "running",
+        "b was not stopped"
+    );
     let fleet = call(&f.operator, "status", json!({})).await.unwrap();
     assert_eq!(
         fleet["children"].as_array().unwrap().len(),

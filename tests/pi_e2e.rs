@@ -903,31 +903,22 @@ async fn logical_recovery_stops_visibly_on_an_ineligible_failure() {
     assert!(env.leftovers().is_empty(), "no process left");
 }
 
-/// Issue 11, "nothing escapes through the shell": a real pi worker with `spawns: 0` runs
-/// `slate delegate` in its bash tool. The CLI finds the coordinator through the worker's
-/// `SLATE_SOCKET`, presents no capability, and is recognised by its process ancestry as that
-/// worker's generation: the nested call is refused by the spawn budget, naming the child,
-/// and nothing is admitted.
-#[tokio::test]
-async fn slate_delegate_typed_into_a_real_workers_bash_acts_as_that_child() {
+/// The real control service and server for `rt` on a short temp socket (Unix socket paths are
+/// limited to about 107 bytes), with the bundled profiles for `work`.
+fn serve_pi(
+    env: &Env,
+    rt: &RuntimeHandle,
+    root_id: uuid::Uuid,
+    work: &Path,
+) -> (
+    PathBuf,
+    tokio::task::JoinHandle<()>,
+    tokio::sync::oneshot::Sender<()>,
+) {
     use slate::control::service::Service;
-    use slate::control::{Client, Handler, Metadata, Server, ServerConfig};
+    use slate::control::{Handler, Metadata, Server, ServerConfig};
     use slate::policy::profiles::{ConfigFile, resolve};
 
-    let Some(env) = Env::real("shell_delegate_as_child") else {
-        return;
-    };
-    let work = std::fs::canonicalize(&env.sandbox.work).unwrap();
-    let root_id = uuid::Uuid::new_v4();
-    let config = RuntimeConfig {
-        root_id,
-        policy: SchedulingPolicy::default(),
-        id_seed: 29,
-        delegation_dir: env.delegation.clone(),
-        event_log: true,
-        kill_grace: Duration::from_secs(10),
-    };
-    let (rt, join) = spawn(config, Arc::new(PiBackend::new(env.pi.clone()))).unwrap();
     let agent = env.sandbox.root().join("agent");
     let operator_file = agent.join("delegation.json").display().to_string();
     let project_file = work.join(".pi/delegation.json").display().to_string();
@@ -945,7 +936,7 @@ async fn slate_delegate_typed_into_a_real_workers_bash_acts_as_that_child() {
     )
     .unwrap();
     let loaded = slate::config::Loaded {
-        cwd: work.clone(),
+        cwd: work.to_owned(),
         agent_dir: agent,
         trust: None,
         profiles,
@@ -967,13 +958,12 @@ async fn slate_delegate_typed_into_a_real_workers_bash_acts_as_that_child() {
         models,
         slate::policy::capabilities::pi_offered_tools(),
     ));
-    // Unix socket paths are limited to about 107 bytes: keep it short.
     let run = std::env::temp_dir().join(format!("slate-pe-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&run);
     let socket = run.join("c.sock");
     let metadata = Metadata {
         pid: std::process::id(),
-        cwd: work.clone(),
+        cwd: work.to_owned(),
         parent_id: root_id,
         started_at: slate::runtime::now_ms(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -984,7 +974,32 @@ async fn slate_delegate_typed_into_a_real_workers_bash_acts_as_that_child() {
     let server = tokio::spawn(server.run(service, async move {
         let _ = stopped.await;
     }));
-    let operator = Client::connect_path(&socket, Duration::from_secs(10))
+    (socket, server, stop)
+}
+
+/// Issue 11, "nothing escapes through the shell": a real pi worker with `spawns: 0` runs
+/// `slate delegate` in its bash tool. The CLI finds the coordinator through the worker's
+/// `SLATE_SOCKET`, presents no capability, and is recognised by its process ancestry as that
+/// worker's generation: the nested call is refused by the spawn budget, naming the child,
+/// and nothing is admitted.
+#[tokio::test]
+async fn slate_delegate_typed_into_a_real_workers_bash_acts_as_that_child() {
+    let Some(env) = Env::real("shell_delegate_as_child") else {
+        return;
+    };
+    let work = std::fs::canonicalize(&env.sandbox.work).unwrap();
+    let root_id = uuid::Uuid::new_v4();
+    let config = RuntimeConfig {
+        root_id,
+        policy: SchedulingPolicy::default(),
+        id_seed: 29,
+        delegation_dir: env.delegation.clone(),
+        event_log: true,
+        kill_grace: Duration::from_secs(10),
+    };
+    let (rt, join) = spawn(config, Arc::new(PiBackend::new(env.pi.clone()))).unwrap();
+    let (socket, server, stop) = serve_pi(&env, &rt, root_id, &work);
+    let operator = slate::control::Client::connect_path(&socket, Duration::from_secs(10))
         .await
         .unwrap();
 
@@ -1015,7 +1030,10 @@ async fn slate_delegate_typed_into_a_real_workers_bash_acts_as_that_child() {
         )) && out.trim_end().ends_with("exit=1"),
         "the worker's bash acted as {me}: {out}"
     );
-    let status = operator.call("status", serde_json::json!({})).await.unwrap();
+    let status = operator
+        .call("status", serde_json::json!({}))
+        .await
+        .unwrap();
     assert_eq!(
         status["children"].as_array().unwrap().len(),
         1,
@@ -1028,6 +1046,8 @@ async fn slate_delegate_typed_into_a_real_workers_bash_acts_as_that_child() {
     rt.shutdown().await.unwrap();
     drop(rt);
     join.await.unwrap();
-    let _ = std::fs::remove_dir_all(&run);
+    if let Some(run) = socket.parent() {
+        let _ = std::fs::remove_dir_all(run);
+    }
     assert!(env.leftovers().is_empty(), "no process left");
 }

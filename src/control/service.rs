@@ -179,11 +179,8 @@ impl Service {
                 .await
             }
             "inbox" => {
-                self.core(move |request| Input::Inbox {
-                    request,
-                    actor,
-                })
-                .await
+                self.core(move |request| Input::Inbox { request, actor })
+                    .await
             }
             "wait" => {
                 let target = p.optional_ref("target")?;
@@ -299,7 +296,10 @@ impl Service {
     ) -> Result<Vec<crate::core::TaskSpec>, ControlError> {
         let workspace = delegator.map(|spec| PathBuf::from(&spec.cwd));
         let nested_models = delegator.map(|spec| ModelContext {
-            parent: spec.model.clone().unwrap_or_else(|| self.models.parent.clone()),
+            parent: spec
+                .model
+                .clone()
+                .unwrap_or_else(|| self.models.parent.clone()),
             parent_allowlist: spec.models.clone(),
             ..self.models.clone()
         });
@@ -307,9 +307,9 @@ impl Service {
             let ctx = ResolveContext {
                 profiles: &self.loaded.profiles,
                 root_cwd: &self.loaded.cwd,
-                delegator: delegator.zip(workspace.as_deref()).map(|(spec, workspace)| {
-                    crate::policy::resolve::Delegator { workspace, spec }
-                }),
+                delegator: delegator
+                    .zip(workspace.as_deref())
+                    .map(|(spec, workspace)| crate::policy::resolve::Delegator { workspace, spec }),
                 offered: &self.offered,
                 models: nested_models.as_ref().unwrap_or(&self.models),
                 fs: &RealFs,

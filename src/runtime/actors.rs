@@ -178,6 +178,10 @@ impl ActorRegistry {
     /// The generation whose live worker process is `pid` or an ancestor of `pid` (following
     /// `/proc/<pid>/stat` parent links up to init), with that worker's pid.
     pub fn worker_ancestor(&self, pid: u32) -> Option<(ChildRef, u32)> {
+        if self.lock().by_pid.is_empty() {
+            // No worker process runs: nothing to descend from, no `/proc` reads.
+            return None;
+        }
         let own = std::process::id();
         let mut current = pid;
         for _ in 0..MAX_ANCESTRY {
@@ -255,7 +259,11 @@ mod tests {
 
         let second = registry.issue(one).unwrap();
         assert_eq!(registry.capability_owner(&first), None, "replaced");
-        assert_eq!(registry.worker_pid(one), None, "the new process has no pid yet");
+        assert_eq!(
+            registry.worker_pid(one),
+            None,
+            "the new process has no pid yet"
+        );
         // A late pid report of the replaced process changes nothing.
         registry.set_pid(one, &first, 4_000_002);
         assert_eq!(registry.worker_pid(one), None);
@@ -288,7 +296,10 @@ mod tests {
         assert_eq!(registry.worker_ancestor(sleep), None, "no pid reported yet");
         registry.set_pid(worker, &capability, shell.id());
         assert_eq!(registry.worker_ancestor(sleep), Some((worker, shell.id())));
-        assert_eq!(registry.worker_ancestor(shell.id()), Some((worker, shell.id())));
+        assert_eq!(
+            registry.worker_ancestor(shell.id()),
+            Some((worker, shell.id()))
+        );
         assert_eq!(
             registry.worker_ancestor(std::process::id()),
             None,
