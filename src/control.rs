@@ -7,9 +7,11 @@
 //! * `codec`: line framing with a size cap.
 //! * `server`: the listener, connection limit, peer check and drain; a [`server::Handler`]
 //!   supplies the methods.
+//! * `caller`: who a connection speaks for (the operator or one worker generation).
 //! * `client`: connect, `hello`, concurrent calls, subscriptions.
 //! * `discovery`: the runtime directory, metadata files and finding a coordinator.
 
+pub mod caller;
 pub mod client;
 pub mod codec;
 mod connection;

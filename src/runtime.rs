@@ -12,6 +12,7 @@
 //! exited and every entry is disposed.
 
 mod actor;
+pub mod actors;
 pub mod backend;
 mod handle;
 
@@ -22,7 +23,8 @@ use std::time::Duration;
 use uuid::Uuid;
 
 pub use actor::RuntimeReport;
-pub use backend::{WorkerBackend, WorkerCommand, WorkerDirs};
+pub use actors::{ActorRegistry, Capability};
+pub use backend::{WorkerBackend, WorkerCommand, WorkerDirs, WorkerIdentity};
 pub use handle::{Foreground, RuntimeError, RuntimeHandle};
 
 use crate::core::{Coordinator, Millis, RegistryEvent, WindowOutcome};

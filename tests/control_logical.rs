@@ -99,6 +99,7 @@ async fn call(service: &Service, method: &str, params: Value) -> Result<Value, S
         id: 1,
         peer_pid: None,
         client: None,
+        caller: slate::control::caller::Caller::Operator,
     };
     match service.handle(method, params, &session).await {
         Ok(Payload::Value(v)) => Ok(v),

@@ -902,3 +902,152 @@ async fn logical_recovery_stops_visibly_on_an_ineligible_failure() {
     assert!(routing.remembered().is_empty());
     assert!(env.leftovers().is_empty(), "no process left");
 }
+
+/// The real control service and server for `rt` on a short temp socket (Unix socket paths are
+/// limited to about 107 bytes), with the bundled profiles for `work`.
+fn serve_pi(
+    env: &Env,
+    rt: &RuntimeHandle,
+    root_id: uuid::Uuid,
+    work: &Path,
+) -> (
+    PathBuf,
+    tokio::task::JoinHandle<()>,
+    tokio::sync::oneshot::Sender<()>,
+) {
+    use slate::control::service::Service;
+    use slate::control::{Handler, Metadata, Server, ServerConfig};
+    use slate::policy::profiles::{ConfigFile, resolve};
+
+    let agent = env.sandbox.root().join("agent");
+    let operator_file = agent.join("delegation.json").display().to_string();
+    let project_file = work.join(".pi/delegation.json").display().to_string();
+    let profiles = resolve(
+        ConfigFile {
+            path: &operator_file,
+            text: None,
+        },
+        ConfigFile {
+            path: &project_file,
+            text: None,
+        },
+        false,
+        &slate::store::fs::RealFs,
+    )
+    .unwrap();
+    let loaded = slate::config::Loaded {
+        cwd: work.to_owned(),
+        agent_dir: agent,
+        trust: None,
+        profiles,
+    };
+    let parent = ModelSelection {
+        provider: "fake".into(),
+        id: "fake-model".into(),
+        effort: None,
+    };
+    let models = slate::policy::model::ModelContext {
+        known_providers: std::iter::once(parent.provider.clone()).collect(),
+        parent,
+        operator_grants: Vec::new(),
+        parent_allowlist: None,
+    };
+    let service: Arc<dyn Handler> = Arc::new(Service::new(
+        rt.clone(),
+        loaded,
+        models,
+        slate::policy::capabilities::pi_offered_tools(),
+    ));
+    let run = std::env::temp_dir().join(format!("slate-pe-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&run);
+    let socket = run.join("c.sock");
+    let metadata = Metadata {
+        pid: std::process::id(),
+        cwd: work.to_owned(),
+        parent_id: root_id,
+        started_at: slate::runtime::now_ms(),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        socket: PathBuf::new(),
+    };
+    let server = Server::bind(&socket, metadata, ServerConfig::default()).unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(server.run(service, async move {
+        let _ = stopped.await;
+    }));
+    (socket, server, stop)
+}
+
+/// Issue 11, "nothing escapes through the shell": a real pi worker with `spawns: 0` runs
+/// `slate delegate` in its bash tool. The CLI finds the coordinator through the worker's
+/// `SLATE_SOCKET`, presents no capability, and is recognised by its process ancestry as that
+/// worker's generation: the nested call is refused by the spawn budget, naming the child,
+/// and nothing is admitted.
+#[tokio::test]
+async fn slate_delegate_typed_into_a_real_workers_bash_acts_as_that_child() {
+    let Some(env) = Env::real("shell_delegate_as_child") else {
+        return;
+    };
+    let work = std::fs::canonicalize(&env.sandbox.work).unwrap();
+    let root_id = uuid::Uuid::new_v4();
+    let config = RuntimeConfig {
+        root_id,
+        policy: SchedulingPolicy::default(),
+        id_seed: 29,
+        delegation_dir: env.delegation.clone(),
+        event_log: true,
+        kill_grace: Duration::from_secs(10),
+    };
+    let (rt, join) = spawn(config, Arc::new(PiBackend::new(env.pi.clone()))).unwrap();
+    let (socket, server, stop) = serve_pi(&env, &rt, root_id, &work);
+    let operator = slate::control::Client::connect_path(&socket, Duration::from_secs(10))
+        .await
+        .unwrap();
+
+    let command = format!(
+        "{} delegate --profile scout Look-deeper > delegate.out 2>&1; echo exit=$? >> delegate.out",
+        env!("CARGO_BIN_EXE_slate")
+    );
+    let request = serde_json::json!({
+        "request": {
+            "assignment": format!("SCENARIO:SHELL run one command\nCOMMAND: {command}"),
+            "profile": "general",
+            "limits": {"spawns": 0},
+        },
+    });
+    let reply = tokio::time::timeout(OUTCOME_TIMEOUT, operator.call("delegate", request))
+        .await
+        .unwrap()
+        .unwrap();
+    let child = &reply["outcome"]["outcomes"][0];
+    assert_eq!(child["status"], "settled", "{reply}");
+    assert_eq!(child["toolCalls"], 1, "{reply}");
+    let me = format!("{}@1", child["id"].as_str().unwrap());
+
+    let out = std::fs::read_to_string(work.join("delegate.out")).unwrap();
+    assert!(
+        out.contains(&format!(
+            "refused [spawn-budget-exhausted]: spawns: {me} has admitted 0 of 0 direct children"
+        )) && out.trim_end().ends_with("exit=1"),
+        "the worker's bash acted as {me}: {out}"
+    );
+    let status = operator
+        .call("status", serde_json::json!({}))
+        .await
+        .unwrap();
+    assert_eq!(
+        status["children"].as_array().unwrap().len(),
+        1,
+        "nothing was admitted from the worker's shell: {status}"
+    );
+
+    drop(operator);
+    let _ = stop.send(());
+    server.await.unwrap();
+    rt.shutdown().await.unwrap();
+    drop(rt);
+    join.await.unwrap();
+    if let Some(run) = socket.parent() {
+        let _ = std::fs::remove_dir_all(run);
+    }
+    assert!(env.leftovers().is_empty(), "no process left");
+}

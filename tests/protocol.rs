@@ -407,9 +407,14 @@ fn request() -> impl Strategy<Value = Request> {
     prop_oneof![
         (
             proptest::collection::vec(1_u32..5, 1..3),
-            proptest::option::of(text())
+            proptest::option::of(text()),
+            proptest::option::of("[0-9a-f]{64}"),
         )
-            .prop_map(|(protocols, client)| Request::Hello(HelloParams { protocols, client })),
+            .prop_map(|(protocols, client, capability)| Request::Hello(HelloParams {
+                protocols,
+                client,
+                capability: capability.map(slate::runtime::Capability::from_presented),
+            })),
         Just(Request::Subscribe(NoParams {})),
         (maybe_target(), any::<bool>())
             .prop_map(|(target, summary)| Request::Status(StatusParams { target, summary })),
@@ -536,6 +541,11 @@ proptest! {
             parent_id: Uuid::from_u128(7),
             cwd: words.clone(),
             pid: protocol,
+            actor: if protocol % 2 == 0 {
+                slate::control::caller::CallerView::Operator
+            } else {
+                slate::control::caller::CallerView::Child { target: target.to_string() }
+            },
         })?;
         round_trip("/x-methods/transcript/result", &TranscriptResult {
             target,

@@ -501,10 +501,11 @@ impl WorkerBackend for BlockResult {
         &self,
         start: WorkerStart,
         dirs: WorkerDirs,
+        identity: slate::runtime::WorkerIdentity,
         events: slate::runtime::backend::EventSink,
     ) -> mpsc::UnboundedSender<WorkerCommand> {
         std::fs::create_dir(dirs.task.join("result.txt")).unwrap();
-        self.0.start(start, dirs, events)
+        self.0.start(start, dirs, identity, events)
     }
     fn name(&self) -> &'static str {
         "block-result"

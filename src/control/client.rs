@@ -138,6 +138,17 @@ impl Client {
     }
 
     pub async fn connect_path(socket: &Path, timeout: Duration) -> Result<Self, ClientError> {
+        Self::connect_as(socket, timeout, None).await
+    }
+
+    /// [`Client::connect_path`] presenting a worker generation's capability in `hello`: the
+    /// connection then speaks as that generation, or `hello` is refused. The CLI never
+    /// presents one (run inside a worker it is that worker's actor by its process ancestry).
+    pub async fn connect_as(
+        socket: &Path,
+        timeout: Duration,
+        capability: Option<&crate::runtime::Capability>,
+    ) -> Result<Self, ClientError> {
         tokio::time::timeout(timeout, async {
             let stream =
                 UnixStream::connect(socket)
@@ -150,6 +161,7 @@ impl Client {
             let params = HelloParams {
                 protocols: SUPPORTED_PROTOCOLS.to_vec(),
                 client: Some(format!("slate {}", env!("CARGO_PKG_VERSION"))),
+                capability: capability.cloned(),
             };
             client.server = Some(client.request::<methods::method::Hello>(&params).await?);
             Ok(client)

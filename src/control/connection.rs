@@ -11,6 +11,7 @@ use tokio::sync::{broadcast, mpsc, watch};
 use tokio::task::{self, JoinHandle, JoinSet};
 use tokio::time::Instant;
 
+use super::caller::{self, Caller};
 use super::codec::{LineReader, encode_line, write_lines};
 use super::methods::{
     Event, HelloParams, HelloResult, Lagged, Method as _, NoParams, Notification,
@@ -29,6 +30,8 @@ const MAX_CLIENT_NAME: usize = 200;
 /// What every connection of one server shares.
 pub(super) struct Shared {
     pub handler: Arc<dyn Handler>,
+    /// The handler's live workers (see [`Handler::actors`]).
+    pub actors: Option<crate::runtime::ActorRegistry>,
     pub hello: HelloResult,
     pub config: ServerConfig,
 }
@@ -170,7 +173,19 @@ impl Connection {
             let error = ControlError::hello_required(&line.method);
             return self.send(Response::error(Some(id), error)).await;
         };
+        // The generation may have ended since `hello`; then nothing more runs as it.
+        if let Err(error) = caller::verify(self.shared.actors.as_ref(), &session.caller) {
+            return self.send(Response::error(Some(id), error)).await;
+        }
         if line.method == method::Subscribe::NAME {
+            // The fleet's event stream is root observation ("no child registry enumeration").
+            if let Caller::Child { target, .. } = &session.caller {
+                let refusal = crate::core::Refusal::RootOnly {
+                    action: method::Subscribe::NAME,
+                    actor: *target,
+                };
+                return self.send(Response::error(Some(id), refusal.into())).await;
+            }
             return match decode::<NoParams>(line.params) {
                 Ok(NoParams {}) => self.subscribe(id).await,
                 Err(error) => self.send(Response::error(Some(id), error)).await,
@@ -205,15 +220,23 @@ impl Connection {
         else {
             return Err(ControlError::unsupported_protocol(&params.protocols));
         };
+        let caller = caller::identify(
+            self.shared.actors.as_ref(),
+            self.pending.peer_pid,
+            params.capability,
+        )?;
+        let hello = HelloResult {
+            protocol: *protocol,
+            actor: caller.view(),
+            ..self.shared.hello.clone()
+        };
         let mut session = self.pending.clone();
         session.client = params
             .client
             .map(|c| c.chars().take(MAX_CLIENT_NAME).collect());
+        session.caller = caller;
         self.session = Some(Arc::new(session));
-        Ok(HelloResult {
-            protocol: *protocol,
-            ..self.shared.hello.clone()
-        })
+        Ok(hello)
     }
 
     /// Starts forwarding the handler's events to this connection (once; a second

@@ -145,6 +145,11 @@ pub struct HelloParams {
     /// The client's name and version, e.g. `"slate 0.1.0"` (first 200 characters kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
+    /// A worker generation's secret capability: the connection then speaks as that
+    /// generation (see `control::caller`). Redacted in `Debug`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub capability: Option<crate::runtime::Capability>,
 }
 
 /// Methods without params: `{}` (or absent / `null`).
@@ -253,6 +258,8 @@ pub struct HelloResult {
     pub parent_id: Uuid,
     pub cwd: String,
     pub pid: u32,
+    /// Who this connection speaks for.
+    pub actor: super::caller::CallerView,
 }
 
 /// `subscribe`.

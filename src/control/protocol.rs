@@ -34,6 +34,13 @@ pub mod codes {
     pub const SHUTTING_DOWN: &str = "shutting-down";
     pub const RESPONSE_TOO_LARGE: &str = "response-too-large";
     pub const INTERNAL: &str = "internal";
+    /// `hello.capability` admits nothing (forged, ended, replaced, or not this process
+    /// tree's worker).
+    pub const CAPABILITY_REFUSED: &str = "capability-refused";
+    /// The connection's generation ended or was replaced after `hello`.
+    pub const ACTOR_ENDED: &str = "actor-ended";
+    /// The peer process is unknown, so the actor cannot be decided.
+    pub const ACTOR_UNKNOWN: &str = "actor-unknown";
 }
 
 /// A request id: a string or an integer, echoed verbatim in the response.

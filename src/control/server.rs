@@ -36,6 +36,10 @@ pub struct Session {
     pub peer_pid: Option<i32>,
     /// `hello`'s `client`, e.g. `"slate 0.1.0"`.
     pub client: Option<String>,
+    /// Who the connection speaks for, decided at `hello` (the operator until then) and
+    /// re-checked before every request. Every core input of a request acts as
+    /// `caller.party()`.
+    pub caller: super::caller::Caller,
 }
 
 /// The service behind the socket. `hello` and `subscribe` never reach it.
@@ -54,6 +58,12 @@ pub trait Handler: Send + Sync + 'static {
     /// A fresh receiver of the events that subscribed connections get as `event`
     /// notifications.
     fn subscribe(&self) -> broadcast::Receiver<Event>;
+
+    /// The live workers this service runs, to tell their connections from the operator's.
+    /// `None`: a service without workers, where every peer is the operator.
+    fn actors(&self) -> Option<crate::runtime::ActorRegistry> {
+        None
+    }
 }
 
 /// Limits and timeouts.
@@ -201,6 +211,7 @@ impl Server {
             parent_id: metadata.parent_id,
             cwd: metadata.cwd.to_string_lossy().into_owned(),
             pid: metadata.pid,
+            actor: super::caller::CallerView::Operator,
         };
         Ok(Self {
             listener,
@@ -235,10 +246,15 @@ impl Server {
         let (stop_tx, stop_rx) = watch::channel(false);
         let permits = Arc::new(Semaphore::new(config.max_connections));
         let shared = Arc::new(Shared {
+            actors: handler.actors(),
             handler,
             hello,
             config,
         });
+        // Workers started from now on are told where to reach their coordinator.
+        if let Some(actors) = &shared.actors {
+            actors.set_socket(&socket);
+        }
         let mut connections = JoinSet::new();
         let mut next_session = 0_u64;
         let mut shutdown = std::pin::pin!(shutdown);
@@ -276,6 +292,7 @@ impl Server {
                         id: next_session,
                         peer_pid: cred.pid(),
                         client: None,
+                        caller: super::caller::Caller::Operator,
                     };
                     let shared = Arc::clone(&shared);
                     let signal = stop_rx.clone();

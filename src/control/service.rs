@@ -1,6 +1,7 @@
 //! The methods of the control socket: the root's controls over one runtime, with requests
 //! resolved by policy first. One vocabulary: the same core commands and refusals as every
-//! other surface.
+//! other surface. Every request acts as its connection's caller (`control::caller`): the
+//! operator is the root; a worker generation is that child, limited to [`CHILD_METHODS`].
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -29,10 +30,16 @@ use crate::policy::schema::validate_schema;
 use crate::runtime::{RuntimeEvent, RuntimeHandle};
 use crate::store::fs::RealFs;
 
-/// Who a connection's requests act as: the actor of every core [`Input`] the service builds.
-/// Every connection is the operator today; worker connections become their generation here.
-fn actor(_session: &Session) -> Party {
-    Party::Root
+/// What a child generation may ask (the contract's child-local `delegate_task` and
+/// `delegate_coordinate` actions); every other method is root-only: `status`, `stop`, `park`,
+/// `resume`, `followup`, `revive` by the contract, and the fleet reads and operator controls
+/// because a child gets "no child registry enumeration, transcript read or arbitrary
+/// resource lookup".
+pub const CHILD_METHODS: [&str; 4] = ["delegate", "message", "inbox", "wait"];
+
+/// The party every core input of a request acts as: its connection's caller.
+fn actor(session: &Session) -> Party {
+    session.caller.party()
 }
 
 pub struct Service {
@@ -273,14 +280,32 @@ impl Service {
         })
     }
 
-    fn resolve(&self, call: &DelegateCall) -> Result<Vec<crate::core::TaskSpec>, ControlError> {
+    /// Resolve `call` for the root (`delegator: None`) or for the delegating child, against
+    /// its admitted spec: its workspace, grants and model (the core then checks its spawn
+    /// budget, depth, ancestry and nested capacity at admission).
+    fn resolve(
+        &self,
+        call: &DelegateCall,
+        delegator: Option<&crate::core::TaskSpec>,
+    ) -> Result<Vec<crate::core::TaskSpec>, ControlError> {
+        let workspace = delegator.map(|spec| PathBuf::from(&spec.cwd));
+        let nested_models = delegator.map(|spec| ModelContext {
+            parent: spec
+                .model
+                .clone()
+                .unwrap_or_else(|| self.models.parent.clone()),
+            parent_allowlist: spec.models.clone(),
+            ..self.models.clone()
+        });
         let resolve = |routing: Option<crate::policy::logical::LogicalContext<'_>>| {
             let ctx = ResolveContext {
                 profiles: &self.loaded.profiles,
                 root_cwd: &self.loaded.cwd,
-                delegator: None,
+                delegator: delegator
+                    .zip(workspace.as_deref())
+                    .map(|(spec, workspace)| crate::policy::resolve::Delegator { workspace, spec }),
                 offered: &self.offered,
-                models: &self.models,
+                models: nested_models.as_ref().unwrap_or(&self.models),
                 fs: &RealFs,
                 routing,
             };
@@ -310,7 +335,16 @@ impl Service {
         if let Some(background) = p.background {
             call.background = background;
         }
-        let tasks = self.resolve(&call)?;
+        let delegator = match actor {
+            Party::Root => None,
+            Party::Child(child) => Some(
+                self.rt
+                    .query(move |c| c.admitted_spec(child).cloned())
+                    .await?
+                    .ok_or(Refusal::UnknownIdentity(child))?,
+            ),
+        };
+        let tasks = self.resolve(&call, delegator.as_ref())?;
         if call.background {
             let reply = self
                 .core(move |request| Input::Admit {
@@ -465,12 +499,26 @@ impl Handler for Service {
     ) -> BoxFuture<'a, Result<Payload, ControlError>> {
         Box::pin(async move {
             let request = Request::parse(method, params)?;
+            if let Party::Child(child) = actor(session)
+                && !CHILD_METHODS.contains(&request.method())
+            {
+                // Refused before anything is looked up: a child learns nothing about others.
+                return Err(Refusal::RootOnly {
+                    action: request.method(),
+                    actor: child,
+                }
+                .into());
+            }
             self.dispatch(request, session).await
         })
     }
 
     fn subscribe(&self) -> broadcast::Receiver<Event> {
         self.events.subscribe()
+    }
+
+    fn actors(&self) -> Option<crate::runtime::ActorRegistry> {
+        Some(self.rt.actors().clone())
     }
 }
 

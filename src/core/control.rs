@@ -18,7 +18,7 @@ impl Coordinator {
     fn require_root(actor: Party, action: &'static str) -> Result<(), Refusal> {
         match actor {
             Party::Root => Ok(()),
-            Party::Child(_) => Err(Refusal::RootOnly { action }),
+            Party::Child(actor) => Err(Refusal::RootOnly { action, actor }),
         }
     }
 

@@ -286,6 +286,12 @@ impl Coordinator {
         self.reg.snapshot(r)
     }
 
+    /// The admitted spec (grants, workspace, model, limits) of a pinned generation: what a
+    /// child's own nested call is resolved against.
+    pub fn admitted_spec(&self, r: ChildRef) -> Option<&crate::core::TaskSpec> {
+        self.reg.generation(r).map(|g| &g.spec)
+    }
+
     /// The current generation of an identity.
     pub fn latest(&self, id: Uuid) -> Option<ChildSnapshot> {
         self.reg.identity(id).map(|i| i.current().snap.clone())

@@ -103,8 +103,11 @@ pub enum Refusal {
         presence: Presence,
         required: &'static str,
     },
-    #[error("{action}: root-only action; children cannot call it")]
-    RootOnly { action: &'static str },
+    #[error("{action}: root-only action; child {actor} cannot call it")]
+    RootOnly {
+        action: &'static str,
+        actor: ChildRef,
+    },
     #[error("actor: {actor} is {status}; child actions need a running, non-cancelling generation")]
     ActorNotRunning { actor: ChildRef, status: Status },
     #[error("coordination: {actor} is not granted the {action:?} action")]

@@ -11,7 +11,8 @@ use crate::core::{
     CallId, ChildRef, Coordinator, Delivery, Effect, Input, Millis, Refusal, RegistryEvent,
     RegistryEventKind, Reply, RequestId, TimerKey, WindowOutcome, WorkerEvent,
 };
-use crate::runtime::backend::{WorkerBackend, WorkerCommand, WorkerDirs};
+use crate::runtime::actors::ActorRegistry;
+use crate::runtime::backend::{WorkerBackend, WorkerCommand, WorkerDirs, WorkerIdentity};
 use crate::runtime::handle::{Msg, RuntimeError, RuntimeHandle};
 use crate::runtime::{RuntimeConfig, RuntimeEvent, now_ms};
 use crate::store::artifacts;
@@ -44,6 +45,8 @@ struct Actor {
     publish_rx: mpsc::UnboundedReceiver<Input>,
     broadcast: broadcast::Sender<RuntimeEvent>,
     workers: HashMap<ChildRef, mpsc::UnboundedSender<WorkerCommand>>,
+    /// Capabilities and pids of the live workers, for the control server.
+    actors: ActorRegistry,
     dirs: HashMap<ChildRef, artifacts::TaskDir>,
     pending: HashMap<RequestId, Pending>,
     foreground: HashMap<CallId, oneshot::Sender<WindowOutcome>>,
@@ -77,9 +80,11 @@ pub(crate) fn spawn(
     let (worker_tx, worker_rx) = mpsc::unbounded_channel();
     let (publish_tx, publish_rx) = mpsc::unbounded_channel();
     let (broadcast, _) = broadcast::channel(4096);
+    let actors = ActorRegistry::new();
     let handle = RuntimeHandle {
         tx,
         events: broadcast.clone(),
+        actors: actors.clone(),
     };
     let actor = Actor {
         coord,
@@ -93,6 +98,7 @@ pub(crate) fn spawn(
         publish_rx,
         broadcast,
         workers: HashMap::new(),
+        actors,
         dirs: HashMap::new(),
         pending: HashMap::new(),
         foreground: HashMap::new(),
@@ -129,6 +135,8 @@ impl Actor {
                     self.apply(Input::Worker { child, event });
                     if exited {
                         self.workers.remove(&child);
+                        // Its capability and process admit nothing from here on.
+                        self.actors.revoke(child);
                     }
                 }
                 Some(input) = self.publish_rx.recv() => self.apply(input),
@@ -272,21 +280,34 @@ impl Actor {
             Some(dir) => Ok(dir.clone()),
             None => artifacts::create_task_dir(&self.config.delegation_dir, child),
         };
-        match task_dir {
-            Ok(task_dir) => {
+        let launch = task_dir
+            .map_err(|e| format!("task directory: {e}"))
+            .and_then(|dir| {
+                let capability = self
+                    .actors
+                    .issue(child)
+                    .map_err(|e| format!("worker capability: the OS gave no randomness: {e}"))?;
+                Ok((
+                    dir,
+                    WorkerIdentity::new(child, capability, self.actors.clone()),
+                ))
+            });
+        match launch {
+            Ok((task_dir, identity)) => {
                 let dirs = WorkerDirs {
                     task: task_dir.path().to_path_buf(),
                     agent: task_dir.agent_dir(),
                     transcripts: task_dir.transcripts_dir(),
                 };
                 self.dirs.insert(child, task_dir);
-                let tx = self.backend.start(start, dirs, self.worker_tx.clone());
+                let tx = self
+                    .backend
+                    .start(start, dirs, identity, self.worker_tx.clone());
                 self.workers.insert(child, tx);
                 self.report.workers_started += 1;
             }
-            Err(e) => {
+            Err(error) => {
                 // No process was started: report the setup failure and the (non-)exit.
-                let error = format!("task directory: {e}");
                 let _ = self
                     .worker_tx
                     .send((child, WorkerEvent::SetupFailed { error }));

@@ -43,6 +43,7 @@ pub struct Foreground {
 pub struct RuntimeHandle {
     pub(crate) tx: mpsc::UnboundedSender<Msg>,
     pub(crate) events: broadcast::Sender<RuntimeEvent>,
+    pub(crate) actors: crate::runtime::ActorRegistry,
 }
 
 impl RuntimeHandle {
@@ -106,6 +107,11 @@ impl RuntimeHandle {
         r: ChildRef,
     ) -> Result<Option<crate::core::ChildSnapshot>, RuntimeError> {
         self.query(move |c| c.snapshot(r)).await
+    }
+
+    /// The live workers' capabilities and pids: who a control connection speaks for.
+    pub fn actors(&self) -> &crate::runtime::ActorRegistry {
+        &self.actors
     }
 
     /// Registry events, background outcomes and the end of shutdown.

@@ -10,7 +10,9 @@ use serde::Deserialize;
 use tokio::sync::mpsc;
 
 use crate::core::{ChildRef, WorkerEvent, WorkerStart};
-use crate::runtime::backend::{EventSink, WorkerBackend, WorkerCommand, WorkerDirs};
+use crate::runtime::backend::{
+    EventSink, WorkerBackend, WorkerCommand, WorkerDirs, WorkerIdentity,
+};
 use crate::sim::{Script, Step};
 
 mod transcript;
@@ -81,6 +83,9 @@ impl WorkerBackend for SimBackend {
         &self,
         start: WorkerStart,
         dirs: WorkerDirs,
+        // A simulated worker runs no process: nothing could present the capability or descend
+        // from a pid.
+        _identity: WorkerIdentity,
         events: EventSink,
     ) -> mpsc::UnboundedSender<WorkerCommand> {
         let (tx, rx) = mpsc::unbounded_channel();

@@ -446,6 +446,16 @@ fn root_only_controls_are_rejected_from_children() {
     ] {
         assert_refused_unchanged(&mut h, label, "root-only", input);
     }
+    // The contract's wording, naming the child that asked.
+    let refused = h.call(|request| Input::Park {
+        request,
+        actor: child,
+        target: idle,
+    });
+    assert_eq!(
+        refused.unwrap_err().to_string(),
+        format!("park: root-only action; child {p} cannot call it")
+    );
 }
 
 #[test]

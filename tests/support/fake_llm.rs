@@ -14,6 +14,7 @@
 //! | `BASH`, `TOOL` | 1st request: tool call `bash {"command": "echo hi-from-bash-tool"}`; once a tool result follows the user message: `The tool returned: <output>.` |
 //! | `READ` | the same with `read {"path": "hello.txt"}` |
 //! | `SLEEPTOOL` | the same with `bash {"command": "sleep 3; echo slept"}` (a slow tool) |
+//! | `SHELL` | the same with `bash {"command": <the rest of the line after the first `COMMAND:` in the user text>}` (Rust only) |
 //! | `SLOW` | 40 chunks `word<i> `, 0.25 s apart (~10 s); `SLOW<n>`: 4 chunks a second for `n` seconds (Rust only) |
 //! | `SLOWTOOL` | ~3 s of slow text, then a bash tool call; then `Slow tool finished.` |
 //! | `USAGE` | text with the usage of NOTES "Usage and cost": prompt 1500 (cached 1000), completion 300 (reasoning 120) |
@@ -980,7 +981,7 @@ impl Conn<'_> {
                 let digits: String = scen[5..].chars().take_while(char::is_ascii_digit).collect();
                 self.flaky(ctx, digits.parse().unwrap_or(u64::MAX))
             }
-            "BASH" | "TOOL" | "READ" | "SLEEPTOOL" => self.tool_then_text(ctx),
+            "BASH" | "TOOL" | "READ" | "SLEEPTOOL" | "SHELL" => self.tool_then_text(ctx),
             "SLOWTOOL" => {
                 if ctx.n_tool == 0 {
                     let preamble: Vec<String> = (0..12).map(|i| format!("thinking-{i} ")).collect();
@@ -1105,6 +1106,13 @@ impl Conn<'_> {
             let (name, args) = match ctx.scenario.as_str() {
                 "READ" => ("read", ToolArgs::path("hello.txt")),
                 "SLEEPTOOL" => ("bash", ToolArgs::command("sleep 3; echo slept")),
+                "SHELL" => {
+                    let command = ctx
+                        .user_text
+                        .split_once("COMMAND:")
+                        .map_or("", |(_, rest)| rest.lines().next().unwrap_or_default());
+                    ("bash", ToolArgs::command(command.trim()))
+                }
                 _ => ("bash", ToolArgs::command("echo hi-from-bash-tool")),
             };
             let preamble = strings(&["Let me run a tool. "]);

@@ -29,7 +29,9 @@ use tokio::sync::{OnceCell, mpsc};
 
 use crate::core::{ChildRef, MessageMode, WorkerEvent, WorkerStart};
 use crate::policy::version::parse_pi_version_output;
-use crate::runtime::backend::{EventSink, WorkerBackend, WorkerCommand, WorkerDirs};
+use crate::runtime::backend::{
+    EventSink, WorkerBackend, WorkerCommand, WorkerDirs, WorkerIdentity,
+};
 use crate::worker::pi::args::{arguments, is_slate_variable};
 use crate::worker::pi::mapper::{Output, PiMapper, Sent};
 use crate::worker::pi::recovery::{CONTINUATION, RouteRecovery, Step};
@@ -126,6 +128,7 @@ impl WorkerBackend for PiBackend {
         &self,
         start: WorkerStart,
         dirs: WorkerDirs,
+        identity: WorkerIdentity,
         events: EventSink,
     ) -> mpsc::UnboundedSender<WorkerCommand> {
         let (tx, rx) = mpsc::unbounded_channel();
@@ -147,7 +150,7 @@ impl WorkerBackend for PiBackend {
                 ));
                 return;
             }
-            run_worker(&pi, start, &dirs, events, rx).await;
+            run_worker(&pi, start, &dirs, &identity, events, rx).await;
         });
         tx
     }
@@ -157,9 +160,18 @@ impl WorkerBackend for PiBackend {
     }
 }
 
-fn spawn_pi(pi: &PiCommand, start: &WorkerStart, dirs: &WorkerDirs) -> std::io::Result<Child> {
+/// pi with the generation's identity in its environment (after Slate's own variables were
+/// removed): the capability and the socket reach this process and what it starts, never its
+/// command line, a file or a log.
+fn spawn_pi(
+    pi: &PiCommand,
+    start: &WorkerStart,
+    dirs: &WorkerDirs,
+    identity: &WorkerIdentity,
+) -> std::io::Result<Child> {
     let mut command = pi.command();
     command
+        .envs(identity.environment())
         .args(arguments(start, dirs))
         .current_dir(&start.spec.cwd)
         .stdin(Stdio::piped())
@@ -340,11 +352,12 @@ async fn run_worker(
     pi: &PiCommand,
     start: WorkerStart,
     dirs: &WorkerDirs,
+    identity: &WorkerIdentity,
     events: EventSink,
     mut commands: mpsc::UnboundedReceiver<WorkerCommand>,
 ) {
     let child_ref = start.child;
-    let mut child = match spawn_pi(pi, &start, dirs) {
+    let mut child = match spawn_pi(pi, &start, dirs, identity) {
         Ok(child) => child,
         Err(e) => {
             let _ = events.send((
@@ -362,6 +375,9 @@ async fn run_worker(
             return;
         }
     };
+    if let Some(pid) = child.id() {
+        identity.report_pid(pid);
+    }
     let (Some(stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
         let _ = child.start_kill();
         let _ = events.send((
