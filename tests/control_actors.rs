@@ -378,17 +378,18 @@ async fn a_capability_connection_speaks_as_its_generation_with_a_childs_authorit
     // Root-only actions, refused with the contract's wording and naming the child, before
     // anything about the target is looked up.
     let b_ref = json!({"target": b.to_string()});
-    let with_text = json!({"target": b.to_string(), "assignment": "again", "text": "x"});
+    let renew = json!({"target": b.to_string(), "assignment": "again"});
+    let steer = json!({"target": b.to_string(), "text": "x"});
     for (method, params) in [
         ("status", json!({})),
         ("status", b_ref.clone()),
         ("stop", b_ref.clone()),
         ("stopMany", json!({"targets": [b.to_string()]})),
         ("park", b_ref.clone()),
-        ("resume", with_text.clone()),
-        ("followup", with_text.clone()),
-        ("revive", with_text.clone()),
-        ("steer", with_text.clone()),
+        ("resume", renew.clone()),
+        ("followup", renew.clone()),
+        ("revive", renew.clone()),
+        ("steer", steer.clone()),
         ("transcript", b_ref.clone()),
         ("agents", json!({})),
         ("policy", json!({})),
@@ -622,7 +623,7 @@ if command -v python3 >/dev/null; then
 import json, os, socket
 s = socket.socket(socket.AF_UNIX)
 s.connect(os.environ["SLATE_SOCKET"])
-hello = {"id": 1, "method": "hello", "params": {"protocol": 1, "capability": open("sibling-capability").read()}}
+hello = {"id": 1, "method": "hello", "params": {"protocols": [2], "capability": open("sibling-capability").read()}}
 s.sendall((json.dumps(hello) + "\n").encode())
 print(s.makefile().readline())
 ' >cross.out 2>&1
