@@ -26,7 +26,7 @@ impl Printer {
 
     /// Serialize `value` as pretty JSON to stdout.
     pub fn value<T: Serialize>(&self, value: &T) {
-        match serde_json::to_string_pretty(value) {
+        match crate::json::to_string_pretty(value) {
             Ok(text) => self.out(&format!("{text}\n")),
             Err(e) => self.error(&format!("could not serialize output: {e}")),
         }
@@ -42,7 +42,10 @@ impl Printer {
     pub fn error(&self, message: &str) {
         if self.json {
             let body = serde_json::json!({ "error": message });
-            self.out(&format!("{body}\n"));
+            self.out(&format!(
+                "{}\n",
+                crate::json::to_string(&body).unwrap_or_default()
+            ));
         } else {
             let mut stderr = io::stderr().lock();
             let _ = writeln!(stderr, "error: {message}");

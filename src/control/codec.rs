@@ -112,7 +112,7 @@ fn finish(mut line: Vec<u8>) -> Option<Result<String, ControlError>> {
 
 /// Serializes one message as one line (`serde_json` escapes every newline inside strings).
 pub fn encode_line<T: Serialize>(message: &T) -> Result<Vec<u8>, serde_json::Error> {
-    let mut bytes = serde_json::to_vec(message)?;
+    let mut bytes = crate::json::to_vec(message)?;
     bytes.push(b'\n');
     Ok(bytes)
 }

@@ -244,7 +244,7 @@ impl Service {
                 stats,
                 policy: to_json(&policy)?,
             };
-            return serde_json::value::to_raw_value(&fleet)
+            return crate::json::to_raw_value(&fleet)
                 .map(Payload::Raw)
                 .map_err(|e| ControlError::internal(&e.to_string()));
         }
