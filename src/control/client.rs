@@ -20,8 +20,8 @@ use tokio::task::JoinHandle;
 use super::codec::{LineReader, encode_line, write_lines};
 use super::discovery::Endpoint;
 use super::protocol::{
-    ControlError, HelloParams, HelloResult, MAX_SERVER_LINE, METHOD_HELLO, METHOD_SUBSCRIBE,
-    Notification, PROTOCOL_VERSION, Request, RequestId,
+    ControlError, HelloParams, HelloResult, MAX_REQUEST_LINE, MAX_SERVER_LINE, METHOD_HELLO,
+    METHOD_SUBSCRIBE, Notification, PROTOCOL_VERSION, Request, RequestId,
 };
 
 /// How long `connect` waits for the socket and the `hello` answer together.
@@ -47,6 +47,10 @@ pub enum ClientError {
     /// The coordinator answered with an error (a refusal or a transport error).
     #[error("{0}")]
     Remote(ControlError),
+    /// Refused here, before sending, in the coordinator's words: the request is longer
+    /// than the server's request line cap ([`MAX_REQUEST_LINE`]).
+    #[error("{0}")]
+    Refused(ControlError),
     #[error("this connection is already subscribed")]
     AlreadySubscribed,
 }
@@ -60,10 +64,11 @@ impl ClientError {
         ))
     }
 
-    /// The coordinator's error, if it sent one.
+    /// The coordinator's error, if it sent one, or the one it would have sent for a request
+    /// this client refused to send.
     pub fn remote(&self) -> Option<&ControlError> {
         match self {
-            Self::Remote(e) => Some(e),
+            Self::Remote(e) | Self::Refused(e) => Some(e),
             _ => None,
         }
     }
@@ -195,9 +200,23 @@ impl Client {
             .map_err(|e| ClientError::Protocol(format!("{method} result: {e}")))
     }
 
-    /// [`Client::call`], returning the result's JSON text for a borrowing deserializer.
+    /// [`Client::call`], returning the result's JSON text for a borrowing deserializer. A
+    /// request longer than the server's line cap is refused before it is sent.
     pub async fn call_raw(&self, method: &str, params: Value) -> Result<RawResult, ClientError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let request = Request {
+            id: RequestId::from(id),
+            method: method.to_owned(),
+            params,
+        };
+        let line = encode_line(&request).map_err(|e| ClientError::Protocol(e.to_string()))?;
+        let bytes = line.len() - 1;
+        if bytes > MAX_REQUEST_LINE {
+            return Err(ClientError::Refused(ControlError::request_too_large(
+                bytes,
+                MAX_REQUEST_LINE,
+            )));
+        }
         let (tx, rx) = oneshot::channel();
         {
             let mut pending = lock(&self.pending);
@@ -210,12 +229,6 @@ impl Client {
             pending: &self.pending,
             id,
         };
-        let request = Request {
-            id: RequestId::from(id),
-            method: method.to_owned(),
-            params,
-        };
-        let line = encode_line(&request).map_err(|e| ClientError::Protocol(e.to_string()))?;
         if self.outbox.send(line).await.is_err() {
             // The writer failed: the server closed, maybe with a reason (`busy`) that the
             // reader is about to deliver; that reason beats a bare "closed".
@@ -337,9 +350,15 @@ async fn read_messages(
                     let _ = waiter.send(answer);
                 }
             }
-            // A response without a (numeric) id is about the connection itself.
+            // An error without a (numeric) id cannot be matched: it answers every call waiting
+            // now (a line the server could not read is one of theirs; `busy` is about all of
+            // them), and it is the reason given if the connection then ends.
             None => {
                 if let Err(error) = answer {
+                    let waiting = std::mem::take(&mut lock(&pending).waiting);
+                    for (_, waiter) in waiting {
+                        let _ = waiter.send(Err(error.clone()));
+                    }
                     connection_error = Some(error);
                 }
             }

@@ -17,12 +17,13 @@ use tokio::sync::{Semaphore, broadcast, watch};
 use tokio::task::JoinSet;
 
 use super::codec::LineWriter;
-use super::connection::{self, Shared};
+use super::connection::{self, Lane, Shared};
 use super::discovery::{
     self, DiscoveryError, METADATA_EXT, Metadata, current_uid, ensure_private_dir,
 };
 use super::protocol::{
-    ControlError, HelloResult, MAX_REQUEST_LINE, MAX_SERVER_LINE, Payload, Response,
+    ControlError, HelloResult, MAX_OUTPUT_BYTES, MAX_REQUEST_LINE, MAX_SERVER_LINE, Payload,
+    Response,
 };
 
 /// A boxed future, as [`Handler::handle`] returns it.
@@ -55,11 +56,17 @@ pub trait Handler: Send + Sync + 'static {
     fn subscribe(&self) -> broadcast::Receiver<Value>;
 }
 
-/// Limits and timeouts.
+/// Limits and timeouts (`docs/protocol.md`, "Limits").
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServerConfig {
-    /// Connections served at once; one more gets a `busy` error and is closed.
+    /// Connections served at once with every method.
     pub max_connections: usize,
+    /// Connections over `max_connections` still served on the reserved lane, which answers
+    /// only `hello`, `status`, `stop`, `stopMany` and `shutdown`, one request at a time, and
+    /// closes after `reserved_idle` without a request: the operator can always look and
+    /// stop. One more gets a `busy` error and is closed.
+    pub reserved_connections: usize,
+    pub reserved_idle: Duration,
     /// A connection that has not completed `hello` by then is closed.
     pub hello_timeout: Duration,
     /// Requests of one connection running at once; past it the server stops reading that
@@ -69,17 +76,26 @@ pub struct ServerConfig {
     pub drain_timeout: Duration,
     pub max_request_line: usize,
     pub max_server_line: usize,
+    /// Bytes of output one connection may have waiting for its peer; past it (a peer that
+    /// does not read) the connection is cut.
+    pub max_output_bytes: usize,
+    /// A peer that accepts no bytes for this long while output waits is cut.
+    pub write_stall_timeout: Duration,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
         Self {
             max_connections: 64,
+            reserved_connections: 8,
+            reserved_idle: Duration::from_secs(2),
             hello_timeout: Duration::from_secs(10),
             max_in_flight: 64,
             drain_timeout: Duration::from_secs(5),
             max_request_line: MAX_REQUEST_LINE,
             max_server_line: MAX_SERVER_LINE,
+            max_output_bytes: MAX_OUTPUT_BYTES,
+            write_stall_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -233,6 +249,7 @@ impl Server {
         } = self;
         let (stop_tx, stop_rx) = watch::channel(false);
         let permits = Arc::new(Semaphore::new(config.max_connections));
+        let reserved = Arc::new(Semaphore::new(config.reserved_connections));
         let shared = Arc::new(Shared {
             handler,
             hello,
@@ -265,10 +282,16 @@ impl Server {
                     if cred.uid() != uid {
                         continue;
                     }
-                    let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
-                        let limit = shared.config.max_connections;
-                        connections.spawn(refuse_busy(stream, limit));
-                        continue;
+                    let (permit, lane) = match Arc::clone(&permits).try_acquire_owned() {
+                        Ok(permit) => (permit, Lane::Regular),
+                        Err(_) => match Arc::clone(&reserved).try_acquire_owned() {
+                            Ok(permit) => (permit, Lane::Reserved),
+                            Err(_) => {
+                                let limit = shared.config.max_connections;
+                                connections.spawn(refuse_busy(stream, limit));
+                                continue;
+                            }
+                        },
                     };
                     next_session += 1;
                     let session = Session {
@@ -279,7 +302,7 @@ impl Server {
                     let shared = Arc::clone(&shared);
                     let signal = stop_rx.clone();
                     connections.spawn(async move {
-                        connection::run(stream, session, shared, signal).await;
+                        connection::run(stream, session, shared, lane, signal).await;
                         drop(permit);
                     });
                 }

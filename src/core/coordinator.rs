@@ -189,6 +189,7 @@ impl Coordinator {
                 message_id,
                 timeout_ms,
             } => self.wait(request, actor, target, message_id, timeout_ms),
+            Input::CancelWait { request } => self.cancel_wait(request),
             Input::Park {
                 request,
                 actor,
