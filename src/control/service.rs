@@ -300,6 +300,10 @@ impl Service {
             Ok(call) => call,
             Err(native) => match parse_subagent(request) {
                 Ok(SubagentRequest::Launch(call)) => call,
+                // A compatibility request (it has `task`) is told its own problems.
+                Err(compat) if request.get("task").is_some() => {
+                    return Err(ControlError::from(Problems(compat)));
+                }
                 _ => return Err(ControlError::from(Problems(native))),
             },
         };
