@@ -99,7 +99,7 @@ impl<F: Formatter> Formatter for SafeFormatter<F> {
         write_raw_fragment(fragment: &str);
     }
 
-    /// serde_json has already split out `"`, `\` and C0 controls; what is left to escape
+    /// `serde_json` has already split out `"`, `\` and C0 controls; what is left to escape
     /// here is DEL, C1 and the bidi controls.
     fn write_string_fragment<W: ?Sized + io::Write>(
         &mut self,

@@ -679,7 +679,7 @@ async fn a_ten_megabyte_inline_assignment_is_refused_and_nothing_is_written() {
     let target = delegate(&client, &at_cap).await;
     // (Resume, followup and revive assignments are bounded the same by the core: rules.)
     drop(target);
-    let list = f.rt.query(|c| c.list()).await.unwrap();
+    let list = f.rt.query(slate::core::Coordinator::list).await.unwrap();
     assert_eq!(list.len(), 1, "only the at-cap task was admitted");
     let written = size() - before;
     assert!(written < 8 * 60_000, "events.jsonl grew by {written} bytes");

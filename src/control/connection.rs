@@ -80,6 +80,21 @@ struct Outbox {
 }
 
 impl Outbox {
+    /// An outbox and the writer task that drains it into `write`.
+    fn with_writer(write: OwnedWriteHalf, config: &ServerConfig) -> (Self, JoinHandle<()>) {
+        let (tx, lines) = mpsc::unbounded_channel();
+        let queued = Arc::new(AtomicUsize::new(0));
+        let stall = config.write_stall_timeout;
+        let writer = tokio::spawn(write_lines(write, lines, Arc::clone(&queued), stall));
+        let outbox = Self {
+            tx,
+            queued,
+            cap: config.max_output_bytes,
+            overflow: Arc::new(Notify::new()),
+        };
+        (outbox, writer)
+    }
+
     /// Queues a response line; `false` when the peer is not reading (the line is dropped and
     /// the connection is cut) or is gone.
     fn push_response(&self, line: Vec<u8>) -> bool {
@@ -178,30 +193,21 @@ pub(super) async fn run(
     stream: UnixStream,
     session: Session,
     shared: Arc<Shared>,
-    lane: Lane,
+    admitted_on: Lane,
     mut stop_signal: watch::Receiver<bool>,
 ) {
     let (read, write) = stream.into_split();
     let mut reader = LineReader::new(read, shared.config.max_request_line);
-    let (tx, lines) = mpsc::unbounded_channel();
-    let queued = Arc::new(AtomicUsize::new(0));
-    let overflow = Arc::new(Notify::new());
-    let outbox = Outbox {
-        tx,
-        queued: Arc::clone(&queued),
-        cap: shared.config.max_output_bytes,
-        overflow: Arc::clone(&overflow),
-    };
-    let stall = shared.config.write_stall_timeout;
-    let mut writer = tokio::spawn(write_lines(write, lines, queued, stall));
+    let (outbox, mut writer) = Outbox::with_writer(write, &shared.config);
+    let overflow = Arc::clone(&outbox.overflow);
     let hello_deadline = Instant::now() + shared.config.hello_timeout;
-    let (max_in_flight, idle_after) = match lane {
+    let (max_in_flight, idle_after) = match admitted_on {
         Lane::Regular => (shared.config.max_in_flight, None),
         Lane::Reserved => (1, Some(shared.config.reserved_idle)),
     };
     let mut conn = Connection {
         draining: *stop_signal.borrow(),
-        lane,
+        lane: admitted_on,
         shared,
         pending: session,
         session: None,
@@ -240,7 +246,7 @@ pub(super) async fn run(
                 } else {
                     None
                 };
-                conn.dispatch(line, id).await;
+                conn.dispatch(line, id);
             }
             // End of stream. A peer that is gone entirely (a killed client) wants no answers:
             // its requests are dropped at once, which frees this slot and cancels its waits.
@@ -257,14 +263,14 @@ pub(super) async fn run(
                 }
             }
             Step::Line(Err(_)) | Step::Idle | Step::SlowPeer => break,
-            Step::Finished(done) => conn.finished(done).await,
+            Step::Finished(done) => conn.finished(done),
             Step::HelloTimeout => {
                 let timeout = conn.shared.config.hello_timeout;
                 let error = ControlError::new(
                     super::protocol::codes::HELLO_REQUIRED,
                     format!("hello: none received within {timeout:?}; closing the connection"),
                 );
-                conn.send(Response::error(None, error)).await;
+                conn.send(Response::error(None, error));
                 break;
             }
             Step::Stop => conn.start_draining(),
@@ -292,36 +298,30 @@ pub(super) async fn run(
 
 impl Connection {
     /// `refused_id`: the id read from the start of a line refused before parsing.
-    async fn dispatch(
-        &mut self,
-        line: Result<String, ControlError>,
-        refused_id: Option<RequestId>,
-    ) {
+    fn dispatch(&mut self, line: Result<String, ControlError>, refused_id: Option<RequestId>) {
         let request = match line
             .map_err(|e| (refused_id, e))
             .and_then(|l| Request::parse(&l))
         {
             Ok(request) => request,
-            Err((id, error)) => return self.send(Response::error(id, error)).await,
+            Err((id, error)) => return self.send(Response::error(id, error)),
         };
         if self.draining {
-            return self
-                .send(Response::error(
-                    Some(request.id),
-                    ControlError::shutting_down(),
-                ))
-                .await;
+            return self.send(Response::error(
+                Some(request.id),
+                ControlError::shutting_down(),
+            ));
         }
         if request.method == METHOD_HELLO {
             let response = match self.hello(request.params) {
                 Ok(result) => Response::result(request.id, result),
                 Err(error) => Response::error(Some(request.id), error),
             };
-            return self.send(response).await;
+            return self.send(response);
         }
         let Some(session) = self.session.clone() else {
             let error = ControlError::hello_required(&request.method);
-            return self.send(Response::error(Some(request.id), error)).await;
+            return self.send(Response::error(Some(request.id), error));
         };
         if self.lane == Lane::Reserved && !RESERVED_METHODS.contains(&request.method.as_str()) {
             let error = ControlError::reserved_lane(
@@ -329,10 +329,10 @@ impl Connection {
                 &request.method,
                 &RESERVED_METHODS,
             );
-            return self.send(Response::error(Some(request.id), error)).await;
+            return self.send(Response::error(Some(request.id), error));
         }
         if request.method == METHOD_SUBSCRIBE {
-            return self.subscribe(request.id).await;
+            return self.subscribe(request.id);
         }
         let handler = Arc::clone(&self.shared.handler);
         let outbox = self.outbox.clone();
@@ -346,7 +346,7 @@ impl Connection {
                 Ok(value) => Response::result(request.id, value),
                 Err(error) => Response::error(Some(request.id), error),
             };
-            send_response(&outbox, response, max_line).await;
+            send_response(&outbox, response, max_line);
         });
         self.request_ids.insert(task.id(), id);
     }
@@ -376,7 +376,7 @@ impl Connection {
     /// Starts forwarding the handler's events to this connection (once; a second
     /// `subscribe` is answered the same and changes nothing). The result is queued before
     /// the first event.
-    async fn subscribe(&mut self, id: RequestId) {
+    fn subscribe(&mut self, id: RequestId) {
         let events = self
             .subscription
             .is_none()
@@ -384,8 +384,7 @@ impl Connection {
         self.send(Response::result(
             id,
             serde_json::json!({ "subscribed": true }),
-        ))
-        .await;
+        ));
         if let Some(events) = events {
             let outbox = self.outbox.clone();
             let max_line = self.shared.config.max_server_line;
@@ -393,7 +392,7 @@ impl Connection {
         }
     }
 
-    async fn finished(&mut self, done: Result<(task::Id, ()), task::JoinError>) {
+    fn finished(&mut self, done: Result<(task::Id, ()), task::JoinError>) {
         match done {
             Ok((task, ())) => {
                 self.request_ids.remove(&task);
@@ -404,7 +403,7 @@ impl Connection {
                 };
                 if error.is_panic() {
                     let error = ControlError::internal("the handler of this request panicked");
-                    self.send(Response::error(Some(id), error)).await;
+                    self.send(Response::error(Some(id), error));
                 }
             }
         }
@@ -418,13 +417,13 @@ impl Connection {
         }
     }
 
-    async fn send(&self, response: Response) {
-        send_response(&self.outbox, response, self.shared.config.max_server_line).await;
+    fn send(&self, response: Response) {
+        send_response(&self.outbox, response, self.shared.config.max_server_line);
     }
 }
 
 /// Queues a response for the writer; one too large for a line becomes an error of its own.
-async fn send_response(outbox: &Outbox, response: Response, max_line: usize) {
+fn send_response(outbox: &Outbox, response: Response, max_line: usize) {
     let line = match encode_line(&response) {
         Ok(line) if line.len() <= max_line + 1 => line,
         Ok(line) => {

@@ -282,16 +282,16 @@ impl Server {
                     if cred.uid() != uid {
                         continue;
                     }
-                    let (permit, lane) = match Arc::clone(&permits).try_acquire_owned() {
-                        Ok(permit) => (permit, Lane::Regular),
-                        Err(_) => match Arc::clone(&reserved).try_acquire_owned() {
-                            Ok(permit) => (permit, Lane::Reserved),
-                            Err(_) => {
-                                let limit = shared.config.max_connections;
-                                connections.spawn(refuse_busy(stream, limit));
-                                continue;
-                            }
-                        },
+                    let regular = Arc::clone(&permits).try_acquire_owned();
+                    let admitted = regular.map(|p| (p, Lane::Regular)).or_else(|_| {
+                        Arc::clone(&reserved)
+                            .try_acquire_owned()
+                            .map(|p| (p, Lane::Reserved))
+                    });
+                    let Ok((permit, lane)) = admitted else {
+                        let limit = shared.config.max_connections;
+                        connections.spawn(refuse_busy(stream, limit));
+                        continue;
                     };
                     next_session += 1;
                     let session = Session {

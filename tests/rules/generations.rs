@@ -439,6 +439,7 @@ fn renewal_never_restores_removed_grants() {
 #[test]
 fn every_inline_assignment_is_bounded_by_the_task_file_cap() {
     use slate::core::bounds::ASSIGNMENT_BYTES;
+    type Renew = fn(slate::core::RequestId, ChildRef, Renewal) -> Input;
     let over = "x".repeat(ASSIGNMENT_BYTES + 1);
     let at = "y".repeat(ASSIGNMENT_BYTES);
     let mut h = Harness::new();
@@ -458,7 +459,10 @@ fn every_inline_assignment_is_bounded_by_the_task_file_cap() {
     );
     let refused = h.try_admit(ROOT, vec![scout(&over)], true).unwrap_err();
     assert!(refused.to_string().contains("50000"), "{refused}");
-    assert!(refused.to_string().contains("tasks[0].assignment"), "{refused}");
+    assert!(
+        refused.to_string().contains("tasks[0].assignment"),
+        "{refused}"
+    );
 
     // Resume: a drained paused generation.
     let paused = h.running(scout("p"));
@@ -485,13 +489,14 @@ fn every_inline_assignment_is_bounded_by_the_task_file_cap() {
     let parked = h.admit_one(ROOT, scout("k"));
     h.complete(parked);
     h.park(parked).unwrap();
-    type Renew = fn(slate::core::RequestId, ChildRef, Renewal) -> Input;
     let rows: [(&str, ChildRef, Renew); 2] = [
-        ("followup", idle, |request, target, renewal| Input::Followup {
-            request,
-            actor: ROOT,
-            target,
-            renewal,
+        ("followup", idle, |request, target, renewal| {
+            Input::Followup {
+                request,
+                actor: ROOT,
+                target,
+                renewal,
+            }
         }),
         ("revive", parked, |request, target, renewal| Input::Revive {
             request,
