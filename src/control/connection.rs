@@ -224,7 +224,7 @@ pub(super) async fn run(
             break;
         }
         let may_read = reading && conn.requests.len() < max_in_flight;
-        let idle = idle_after.filter(|_| conn.requests.is_empty() && conn.session.is_some());
+        let idle = idle_after.filter(|_| conn.requests.is_empty());
         let step = tokio::select! {
             line = reader.next_line(), if may_read => Step::Line(line),
             Some(done) = conn.requests.join_next_with_id(), if !conn.requests.is_empty() => {
@@ -262,7 +262,13 @@ pub(super) async fn run(
                     break;
                 }
             }
-            Step::Line(Err(_)) | Step::Idle | Step::SlowPeer => break,
+            Step::Line(Err(_)) | Step::Idle => break,
+            // It does not read: waiting for its output to flush would only hold the slot.
+            Step::SlowPeer => {
+                writer.abort();
+                writer_done = true;
+                break;
+            }
             Step::Finished(done) => conn.finished(done),
             Step::HelloTimeout => {
                 let timeout = conn.shared.config.hello_timeout;
