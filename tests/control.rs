@@ -611,9 +611,11 @@ async fn a_peer_that_never_says_hello_is_closed_after_the_timeout() {
 
 #[tokio::test]
 async fn the_connection_over_the_limit_gets_busy_and_is_closed() {
+    // Without a reserved lane (its own tests are in control_abuse.rs).
     let harness = start(Options {
         config: ServerConfig {
             max_connections: 4,
+            reserved_connections: 0,
             ..ServerConfig::default()
         },
         ..Options::default()

@@ -53,7 +53,7 @@ fn snapshot_reply(reply: &Reply) -> String {
 }
 
 fn compact<T: serde::Serialize>(value: &T) -> String {
-    serde_json::to_string(value).unwrap_or_default()
+    crate::json::to_string(value).unwrap_or_default()
 }
 
 fn wire_name<T: serde::Serialize>(value: &T) -> String {

@@ -319,7 +319,7 @@ pub fn status_view(view: &StatusView) -> String {
 
 /// A value's compact JSON (for a field shown whole in text output).
 fn compact<T: serde::Serialize>(value: &T) -> String {
-    serde_json::to_string(value).unwrap_or_default()
+    crate::json::to_string(value).unwrap_or_default()
 }
 
 /// A unit enum's wire name (`"deadline"`), for text output.

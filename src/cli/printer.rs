@@ -31,7 +31,7 @@ pub struct ErrorBody<'a> {
 /// Serializes `value` as one line of compact JSON into `out`. The single JSON writer of the CLI.
 pub fn write_json<W: Write, T: Serialize + ?Sized>(out: W, value: &T) -> io::Result<()> {
     let mut out = io::BufWriter::with_capacity(64 * 1024, out);
-    serde_json::to_writer(&mut out, value)?;
+    crate::json::to_writer(&mut out, value)?;
     out.write_all(b"\n")?;
     out.flush()
 }

@@ -22,7 +22,7 @@ use super::methods::{
     self, HelloParams, HelloResult, Lagged, Method, NoParams, Notification, Request,
     SUPPORTED_PROTOCOLS,
 };
-use super::protocol::{ControlError, MAX_SERVER_LINE, RequestId, RequestLine};
+use super::protocol::{ControlError, MAX_REQUEST_LINE, MAX_SERVER_LINE, RequestId, RequestLine};
 
 /// How long `connect` waits for the socket and the `hello` answer together.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -47,6 +47,10 @@ pub enum ClientError {
     /// The coordinator answered with an error (a refusal or a transport error).
     #[error("{0}")]
     Remote(ControlError),
+    /// Refused here, before sending, in the coordinator's words: the request is longer
+    /// than the server's request line cap ([`MAX_REQUEST_LINE`]).
+    #[error("{0}")]
+    Refused(ControlError),
     #[error("this connection is already subscribed")]
     AlreadySubscribed,
 }
@@ -60,10 +64,11 @@ impl ClientError {
         ))
     }
 
-    /// The coordinator's error, if it sent one.
+    /// The coordinator's error, if it sent one, or the one it would have sent for a request
+    /// this client refused to send.
     pub fn remote(&self) -> Option<&ControlError> {
         match self {
-            Self::Remote(e) => Some(e),
+            Self::Remote(e) | Self::Refused(e) => Some(e),
             _ => None,
         }
     }
@@ -237,6 +242,14 @@ impl Client {
         encode: impl FnOnce(u64) -> serde_json::Result<Vec<u8>>,
     ) -> Result<RawResult, ClientError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let line = encode(id).map_err(|e| ClientError::Protocol(e.to_string()))?;
+        let bytes = line.len() - 1;
+        if bytes > MAX_REQUEST_LINE {
+            return Err(ClientError::Refused(ControlError::request_too_large(
+                bytes,
+                MAX_REQUEST_LINE,
+            )));
+        }
         let (tx, rx) = oneshot::channel();
         {
             let mut pending = lock(&self.pending);
@@ -249,7 +262,6 @@ impl Client {
             pending: &self.pending,
             id,
         };
-        let line = encode(id).map_err(|e| ClientError::Protocol(e.to_string()))?;
         if self.outbox.send(line).await.is_err() {
             // The writer failed: the server closed, maybe with a reason (`busy`) that the
             // reader is about to deliver; that reason beats a bare "closed".
@@ -370,9 +382,15 @@ async fn read_messages(
                     let _ = waiter.send(answer);
                 }
             }
-            // A response without a (numeric) id is about the connection itself.
+            // An error without a (numeric) id cannot be matched: it answers every call waiting
+            // now (a line the server could not read is one of theirs; `busy` is about all of
+            // them), and it is the reason given if the connection then ends.
             None => {
                 if let Err(error) = answer {
+                    let waiting = std::mem::take(&mut lock(&pending).waiting);
+                    for (_, waiter) in waiting {
+                        let _ = waiter.send(Err(error.clone()));
+                    }
                     connection_error = Some(error);
                 }
             }

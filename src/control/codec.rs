@@ -11,12 +11,14 @@ use serde::Serialize;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::sync::mpsc;
 
-use super::protocol::ControlError;
+use super::protocol::{ControlError, RequestId};
 
 /// Bytes read from the socket at a time (the line cap is separate).
 const READ_CHUNK: usize = 16 * 1024;
 /// Bytes collected before a write when several messages are queued at once.
 const WRITE_BUFFER: usize = 64 * 1024;
+/// Bytes of a too-long line kept to find its leading `"id"`.
+const HEAD: usize = 256;
 
 /// Reads lines of at most `max` bytes (not counting the newline).
 pub struct LineReader<R> {
@@ -25,6 +27,8 @@ pub struct LineReader<R> {
     max: usize,
     /// The current line already passed the cap and was reported; drop bytes until `\n`.
     discarding: bool,
+    /// The id read from the start of the last line refused as too long.
+    refused_id: Option<RequestId>,
 }
 
 impl<R: AsyncRead + Unpin> LineReader<R> {
@@ -34,7 +38,20 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             line: Vec::new(),
             max,
             discarding: false,
+            refused_id: None,
         }
+    }
+
+    /// The reader underneath (e.g. to ask the socket whether its peer is gone).
+    pub fn get_ref(&self) -> &R {
+        self.inner.get_ref()
+    }
+
+    /// The request id found at the start of the line last refused as `line-too-long`, if
+    /// it began `{"id": <integer or plain string>` (our clients write `id` first), so the
+    /// refusal can be answered to that request.
+    pub fn take_refused_id(&mut self) -> Option<RequestId> {
+        self.refused_id.take()
     }
 
     /// The next line: `Ok(None)` at end of stream, `Ok(Some(Err(_)))` for a line that was
@@ -66,7 +83,11 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             let mut report_too_long = false;
             if !self.discarding {
                 if self.line.len() + take > self.max {
-                    self.line.clear();
+                    let mut head = std::mem::take(&mut self.line);
+                    head.truncate(HEAD);
+                    let more = HEAD.saturating_sub(head.len()).min(take);
+                    head.extend_from_slice(&available[..more]);
+                    self.refused_id = leading_id(&head);
                     report_too_long = true;
                     // Without the newline in sight, the rest of the line still has to go.
                     self.discarding = newline.is_none();
@@ -94,6 +115,45 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
     }
 }
 
+/// The `id` of a request line from its first bytes: `{"id": 12,` or `{"id": "abc",` (any
+/// whitespace between the tokens). A string with escapes, or cut off, is not read.
+pub fn leading_id(head: &[u8]) -> Option<RequestId> {
+    fn skip_ws(s: &[u8]) -> &[u8] {
+        let n = s.iter().take_while(|b| b.is_ascii_whitespace()).count();
+        &s[n..]
+    }
+    let rest = skip_ws(head).strip_prefix(b"{")?;
+    let rest = skip_ws(rest).strip_prefix(b"\"id\"")?;
+    let rest = skip_ws(skip_ws(rest).strip_prefix(b":")?);
+    if let Some(text) = rest.strip_prefix(b"\"") {
+        let end = text
+            .iter()
+            .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+        if text[end] != b'"' {
+            return None;
+        }
+        return std::str::from_utf8(&text[..end])
+            .ok()
+            .map(|s| RequestId::Text(s.to_owned()));
+    }
+    let sign = usize::from(rest.first() == Some(&b'-'));
+    let digits = rest[sign..]
+        .iter()
+        .take_while(|b| b.is_ascii_digit())
+        .count();
+    let after = skip_ws(&rest[sign + digits..]);
+    if digits == 0 || !matches!(after.first(), Some(b',' | b'}')) {
+        return None;
+    }
+    let number = std::str::from_utf8(&rest[..sign + digits]).ok()?;
+    let number = if sign == 1 {
+        serde_json::Number::from(number.parse::<i64>().ok()?)
+    } else {
+        serde_json::Number::from(number.parse::<u64>().ok()?)
+    };
+    Some(RequestId::Number(number))
+}
+
 /// Turns one complete line into text; `None` for a blank line.
 fn finish(mut line: Vec<u8>) -> Option<Result<String, ControlError>> {
     if line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
@@ -112,7 +172,7 @@ fn finish(mut line: Vec<u8>) -> Option<Result<String, ControlError>> {
 
 /// Serializes one message as one line (`serde_json` escapes every newline inside strings).
 pub fn encode_line<T: Serialize>(message: &T) -> Result<Vec<u8>, serde_json::Error> {
-    let mut bytes = serde_json::to_vec(message)?;
+    let mut bytes = crate::json::to_vec(message)?;
     bytes.push(b'\n');
     Ok(bytes)
 }

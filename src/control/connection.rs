@@ -1,18 +1,27 @@
 //! One client connection: a reader loop that dispatches requests, one task per request (a
 //! 60 s `wait` must not hold up a status query behind it), and one writer task that owns the
 //! socket's write half so lines never interleave.
+//!
+//! Nobody can wedge it (`docs/protocol.md`, "Limits"): a peer that is gone (both directions
+//! closed) is noticed at once and its running requests are dropped, which cancels their
+//! pending waits in the core; output waiting for a peer is bounded in bytes, and a peer that
+//! does not read is cut off.
 
 use std::collections::HashMap;
+use std::os::fd::AsFd;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use tokio::net::UnixStream;
-use tokio::sync::{broadcast, mpsc, watch};
+use tokio::net::unix::OwnedWriteHalf;
+use tokio::sync::{Notify, broadcast, mpsc, watch};
 use tokio::task::{self, JoinHandle, JoinSet};
 use tokio::time::Instant;
 
 use super::caller::{self, Caller};
-use super::codec::{LineReader, encode_line, write_lines};
+use super::codec::{LineReader, LineWriter, encode_line};
 use super::methods::{
     Event, HelloParams, HelloResult, Lagged, Method as _, NoParams, Notification,
     SUPPORTED_PROTOCOLS, SubscribeResult, decode, method,
@@ -20,10 +29,19 @@ use super::methods::{
 use super::protocol::{ControlError, RequestId, RequestLine, Response};
 use super::server::{Handler, ServerConfig, Session};
 
-/// Lines waiting for the writer; when full, request tasks and the event forwarder wait.
-const OUTBOX: usize = 256;
 /// How long closing waits for queued lines to reach a peer that may not be reading.
 const CLOSE_FLUSH: Duration = Duration::from_secs(2);
+/// After end of stream with requests still running: how often to ask whether the peer closed
+/// only its write side (answers still wanted) or is gone.
+const PEER_PROBE: Duration = Duration::from_millis(100);
+/// Methods served on the reserved lane (connections over `max_connections`).
+pub const RESERVED_METHODS: [&str; 5] = [
+    method::Hello::NAME,
+    method::Status::NAME,
+    method::Stop::NAME,
+    method::StopMany::NAME,
+    method::Shutdown::NAME,
+];
 /// Longest `hello.client` kept.
 const MAX_CLIENT_NAME: usize = 200;
 
@@ -36,20 +54,143 @@ pub(super) struct Shared {
     pub config: ServerConfig,
 }
 
+/// Which connections a connection was admitted as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Lane {
+    /// One of `max_connections`: every method.
+    Regular,
+    /// Over the limit, one of `reserved_connections`: only [`RESERVED_METHODS`], one request
+    /// at a time, closed when idle for `reserved_idle`.
+    Reserved,
+}
+
 enum Step {
     Line(std::io::Result<Option<Result<String, ControlError>>>),
     Finished(Result<(task::Id, ()), task::JoinError>),
     HelloTimeout,
+    Idle,
+    Probe,
     Stop,
+    SlowPeer,
     WriterGone,
+}
+
+/// Lines for the writer, bounded in bytes rather than in count: a peer that stops reading
+/// can hold at most `max_output_bytes` of this process's memory (or one line, if a single
+/// line is larger), after which it is cut off.
+#[derive(Clone)]
+struct Outbox {
+    tx: mpsc::UnboundedSender<Vec<u8>>,
+    /// Bytes queued and not yet handed to the socket.
+    queued: Arc<AtomicUsize>,
+    cap: usize,
+    /// Raised once when a response did not fit: the connection is cut.
+    overflow: Arc<Notify>,
+}
+
+impl Outbox {
+    /// An outbox and the writer task that drains it into `write`.
+    fn with_writer(write: OwnedWriteHalf, config: &ServerConfig) -> (Self, JoinHandle<()>) {
+        let (tx, lines) = mpsc::unbounded_channel();
+        let queued = Arc::new(AtomicUsize::new(0));
+        let stall = config.write_stall_timeout;
+        let writer = tokio::spawn(write_lines(write, lines, Arc::clone(&queued), stall));
+        let outbox = Self {
+            tx,
+            queued,
+            cap: config.max_output_bytes,
+            overflow: Arc::new(Notify::new()),
+        };
+        (outbox, writer)
+    }
+
+    /// Queues a response line; `false` when the peer is not reading (the line is dropped and
+    /// the connection is cut) or is gone.
+    fn push_response(&self, line: Vec<u8>) -> bool {
+        if !self.reserve(line.len(), self.cap) {
+            self.overflow.notify_one();
+            return false;
+        }
+        self.send(line)
+    }
+
+    /// Queues an event line while the queue is under half its budget; `false` when the
+    /// event was dropped (the subscriber is then told how many it missed).
+    fn push_event(&self, line: Vec<u8>) -> bool {
+        self.reserve(line.len(), self.cap / 2) && self.send(line)
+    }
+
+    /// Counts `len` bytes in if they fit under `limit` (a line always fits an empty queue).
+    fn reserve(&self, len: usize, limit: usize) -> bool {
+        self.queued
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |queued| {
+                (queued == 0 || queued + len <= limit).then_some(queued + len)
+            })
+            .is_ok()
+    }
+
+    fn send(&self, line: Vec<u8>) -> bool {
+        let len = line.len();
+        if self.tx.send(line).is_err() {
+            self.queued.fetch_sub(len, Ordering::AcqRel);
+            return false;
+        }
+        true
+    }
+}
+
+/// A connection's only writer: whole lines come in through `lines` (so a cancelled sender can
+/// never leave half a line behind), whatever is queued is written together and flushed once.
+/// Ends on a write error, when the peer accepted nothing for `stall` (it is not reading), or
+/// when every sender is gone (then the write side is shut down).
+async fn write_lines(
+    writer: OwnedWriteHalf,
+    mut lines: mpsc::UnboundedReceiver<Vec<u8>>,
+    queued: Arc<AtomicUsize>,
+    stall: Duration,
+) {
+    let mut writer = LineWriter::new(writer);
+    let written = |line: &[u8]| {
+        queued.fetch_sub(line.len(), Ordering::AcqRel);
+    };
+    while let Some(line) = lines.recv().await {
+        let mut batch = vec![line];
+        while let Ok(more) = lines.try_recv() {
+            batch.push(more);
+        }
+        for line in &batch {
+            match tokio::time::timeout(stall, writer.queue(line)).await {
+                Ok(Ok(())) => written(line),
+                _ => return,
+            }
+        }
+        if !matches!(
+            tokio::time::timeout(stall, writer.flush()).await,
+            Ok(Ok(()))
+        ) {
+            return;
+        }
+    }
+    let _ = tokio::time::timeout(stall, writer.shutdown()).await;
+}
+
+/// Whether the peer closed its end entirely, not just its write side: poll(2) reports
+/// `POLLHUP` for a Unix stream socket only then.
+fn peer_gone(socket: &impl AsFd) -> bool {
+    let mut fds = [PollFd::new(socket.as_fd(), PollFlags::empty())];
+    matches!(poll(&mut fds, PollTimeout::ZERO), Ok(n) if n > 0)
+        && fds[0]
+            .revents()
+            .is_some_and(|r| r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR))
 }
 
 struct Connection {
     shared: Arc<Shared>,
+    lane: Lane,
     /// Before `hello`: the peer's identity without a client name.
     pending: Session,
     session: Option<Arc<Session>>,
-    outbox: mpsc::Sender<Vec<u8>>,
+    outbox: Outbox,
     requests: JoinSet<()>,
     /// The id of each running request task, to answer `internal` if its handler panics.
     request_ids: HashMap<task::Id, RequestId>,
@@ -61,15 +202,21 @@ pub(super) async fn run(
     stream: UnixStream,
     session: Session,
     shared: Arc<Shared>,
+    admitted_on: Lane,
     mut stop_signal: watch::Receiver<bool>,
 ) {
     let (read, write) = stream.into_split();
     let mut reader = LineReader::new(read, shared.config.max_request_line);
-    let (outbox, lines) = mpsc::channel(OUTBOX);
-    let mut writer = tokio::spawn(write_lines(write, lines));
+    let (outbox, mut writer) = Outbox::with_writer(write, &shared.config);
+    let overflow = Arc::clone(&outbox.overflow);
     let hello_deadline = Instant::now() + shared.config.hello_timeout;
+    let (max_in_flight, idle_after) = match admitted_on {
+        Lane::Regular => (shared.config.max_in_flight, None),
+        Lane::Reserved => (1, Some(shared.config.reserved_idle)),
+    };
     let mut conn = Connection {
         draining: *stop_signal.borrow(),
+        lane: admitted_on,
         shared,
         pending: session,
         session: None,
@@ -85,7 +232,8 @@ pub(super) async fn run(
         if conn.requests.is_empty() && (!reading || conn.draining) {
             break;
         }
-        let may_read = reading && conn.requests.len() < conn.shared.config.max_in_flight;
+        let may_read = reading && conn.requests.len() < max_in_flight;
+        let idle = idle_after.filter(|_| conn.requests.is_empty());
         let step = tokio::select! {
             line = reader.next_line(), if may_read => Step::Line(line),
             Some(done) = conn.requests.join_next_with_id(), if !conn.requests.is_empty() => {
@@ -94,23 +242,50 @@ pub(super) async fn run(
             () = tokio::time::sleep_until(hello_deadline), if conn.session.is_none() => {
                 Step::HelloTimeout
             }
+            () = tokio::time::sleep(idle.unwrap_or_default()), if idle.is_some() => Step::Idle,
+            () = tokio::time::sleep(PEER_PROBE), if !reading => Step::Probe,
             _ = stop_signal.changed(), if !conn.draining => Step::Stop,
+            () = overflow.notified() => Step::SlowPeer,
             _ = &mut writer => Step::WriterGone,
         };
         match step {
-            Step::Line(Ok(Some(line))) => conn.dispatch(line).await,
-            // End of stream: the peer may have closed only its write side, so requests still
-            // running are answered before closing.
-            Step::Line(Ok(None)) => reading = false,
-            Step::Line(Err(_)) => break,
-            Step::Finished(done) => conn.finished(done).await,
+            Step::Line(Ok(Some(line))) => {
+                let id = if line.is_err() {
+                    reader.take_refused_id()
+                } else {
+                    None
+                };
+                conn.dispatch(line, id);
+            }
+            // End of stream. A peer that is gone entirely (a killed client) wants no answers:
+            // its requests are dropped at once, which frees this slot and cancels its waits.
+            // One that closed only its write side still gets the answers of running requests.
+            Step::Line(Ok(None)) => {
+                if peer_gone(reader.get_ref().as_ref()) {
+                    break;
+                }
+                reading = false;
+            }
+            Step::Probe => {
+                if peer_gone(reader.get_ref().as_ref()) {
+                    break;
+                }
+            }
+            Step::Line(Err(_)) | Step::Idle => break,
+            // It does not read: waiting for its output to flush would only hold the slot.
+            Step::SlowPeer => {
+                writer.abort();
+                writer_done = true;
+                break;
+            }
+            Step::Finished(done) => conn.finished(done),
             Step::HelloTimeout => {
                 let timeout = conn.shared.config.hello_timeout;
                 let error = ControlError::new(
                     super::protocol::codes::HELLO_REQUIRED,
                     format!("hello: none received within {timeout:?}; closing the connection"),
                 );
-                conn.send(Response::error(None, error)).await;
+                conn.send(Response::error(None, error));
                 break;
             }
             Step::Stop => conn.start_draining(),
@@ -137,19 +312,18 @@ pub(super) async fn run(
 }
 
 impl Connection {
-    async fn dispatch(&mut self, line: Result<String, ControlError>) {
+    /// `refused_id`: the id read from the start of a line refused before parsing.
+    fn dispatch(&mut self, line: Result<String, ControlError>, refused_id: Option<RequestId>) {
         let line = match line
-            .map_err(|e| (None, e))
+            .map_err(|e| (refused_id, e))
             .and_then(|l| RequestLine::parse(&l))
         {
             Ok(line) => line,
-            Err((id, error)) => return self.send(Response::error(id, error)).await,
+            Err((id, error)) => return self.send(Response::error(id, error)),
         };
         let id = line.id;
         if self.draining {
-            return self
-                .send(Response::error(Some(id), ControlError::shutting_down()))
-                .await;
+            return self.send(Response::error(Some(id), ControlError::shutting_down()));
         }
         if line.method == method::Hello::NAME {
             // A protocol 1 client says `{"protocol": 1}`: tell it what this server speaks.
@@ -167,15 +341,23 @@ impl Connection {
                     Err(error) => Response::error(Some(id), error),
                 },
             };
-            return self.send(response).await;
+            return self.send(response);
         }
         let Some(session) = self.session.clone() else {
             let error = ControlError::hello_required(&line.method);
-            return self.send(Response::error(Some(id), error)).await;
+            return self.send(Response::error(Some(id), error));
         };
         // The generation may have ended since `hello`; then nothing more runs as it.
         if let Err(error) = caller::verify(self.shared.actors.as_ref(), &session.caller) {
-            return self.send(Response::error(Some(id), error)).await;
+            return self.send(Response::error(Some(id), error));
+        }
+        if self.lane == Lane::Reserved && !RESERVED_METHODS.contains(&line.method.as_str()) {
+            let error = ControlError::reserved_lane(
+                self.shared.config.max_connections,
+                &line.method,
+                &RESERVED_METHODS,
+            );
+            return self.send(Response::error(Some(id), error));
         }
         if line.method == method::Subscribe::NAME {
             // The fleet's event stream is root observation ("no child registry enumeration").
@@ -184,11 +366,11 @@ impl Connection {
                     action: method::Subscribe::NAME,
                     actor: *target,
                 };
-                return self.send(Response::error(Some(id), refusal.into())).await;
+                return self.send(Response::error(Some(id), refusal.into()));
             }
             return match decode::<NoParams>(line.params) {
-                Ok(NoParams {}) => self.subscribe(id).await,
-                Err(error) => self.send(Response::error(Some(id), error)).await,
+                Ok(NoParams {}) => self.subscribe(id),
+                Err(error) => self.send(Response::error(Some(id), error)),
             };
         }
         let handler = Arc::clone(&self.shared.handler);
@@ -200,7 +382,7 @@ impl Connection {
                 Ok(value) => Response::result(id, value),
                 Err(error) => Response::error(Some(id), error),
             };
-            send_response(&outbox, response, max_line).await;
+            send_response(&outbox, response, max_line);
         });
         self.request_ids.insert(task.id(), task_id);
     }
@@ -242,13 +424,12 @@ impl Connection {
     /// Starts forwarding the handler's events to this connection (once; a second
     /// `subscribe` is answered the same and changes nothing). The result is queued before
     /// the first event.
-    async fn subscribe(&mut self, id: RequestId) {
+    fn subscribe(&mut self, id: RequestId) {
         let events = self
             .subscription
             .is_none()
             .then(|| self.shared.handler.subscribe());
-        self.send(encoded(id, &SubscribeResult { subscribed: true }))
-            .await;
+        self.send(encoded(id, &SubscribeResult { subscribed: true }));
         if let Some(events) = events {
             let outbox = self.outbox.clone();
             let max_line = self.shared.config.max_server_line;
@@ -256,7 +437,7 @@ impl Connection {
         }
     }
 
-    async fn finished(&mut self, done: Result<(task::Id, ()), task::JoinError>) {
+    fn finished(&mut self, done: Result<(task::Id, ()), task::JoinError>) {
         match done {
             Ok((task, ())) => {
                 self.request_ids.remove(&task);
@@ -267,7 +448,7 @@ impl Connection {
                 };
                 if error.is_panic() {
                     let error = ControlError::internal("the handler of this request panicked");
-                    self.send(Response::error(Some(id), error)).await;
+                    self.send(Response::error(Some(id), error));
                 }
             }
         }
@@ -281,13 +462,13 @@ impl Connection {
         }
     }
 
-    async fn send(&self, response: Response) {
-        send_response(&self.outbox, response, self.shared.config.max_server_line).await;
+    fn send(&self, response: Response) {
+        send_response(&self.outbox, response, self.shared.config.max_server_line);
     }
 }
 
 /// Queues a response for the writer; one too large for a line becomes an error of its own.
-async fn send_response(outbox: &mpsc::Sender<Vec<u8>>, response: Response, max_line: usize) {
+fn send_response(outbox: &Outbox, response: Response, max_line: usize) {
     let line = match encode_line(&response) {
         Ok(line) if line.len() <= max_line + 1 => line,
         Ok(line) => {
@@ -305,43 +486,49 @@ async fn send_response(outbox: &mpsc::Sender<Vec<u8>>, response: Response, max_l
             }
         }
     };
-    // A closed outbox means the peer is gone; there is nobody to tell.
-    let _ = outbox.send(line).await;
+    // Not queued: the peer is gone or does not read (and is being cut off).
+    let _ = outbox.push_response(line);
 }
 
 /// A typed result as a response (its JSON written once, without a tree).
 fn encoded<T: serde::Serialize>(id: RequestId, result: &T) -> Response {
-    match serde_json::value::to_raw_value(result) {
+    match crate::json::to_raw_value(result) {
         Ok(raw) => Response::result(id, super::protocol::Payload::Raw(raw)),
         Err(e) => Response::error(Some(id), ControlError::internal(&e.to_string())),
     }
 }
 
-/// Sends each broadcast event as an `event` notification; a gap becomes one `lagged`
-/// notification with the number of events this connection missed.
-async fn forward_events(
-    mut events: broadcast::Receiver<Event>,
-    outbox: mpsc::Sender<Vec<u8>>,
-    max_line: usize,
-) {
+/// Sends each broadcast event as an `event` notification; a gap (the broadcast lagged, an
+/// event was too large for a line, or the peer reads too slowly to take it) becomes one
+/// `lagged` notification with the number of events this connection missed, sent before the
+/// next event that fits.
+async fn forward_events(mut events: broadcast::Receiver<Event>, outbox: Outbox, max_line: usize) {
+    let mut missed = 0_u64;
     loop {
-        let notification = match events.recv().await {
-            Ok(event) => Notification::Event(event),
-            Err(broadcast::error::RecvError::Lagged(missed)) => {
-                Notification::Lagged(Lagged { missed })
+        let event = match events.recv().await {
+            Ok(event) => event,
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                missed += n;
+                continue;
             }
             Err(broadcast::error::RecvError::Closed) => break,
         };
-        let line = match encode_line(&notification) {
-            Ok(line) if line.len() <= max_line + 1 => line,
-            // An event too large for a line is dropped and reported as missed.
-            _ => match encode_line(&Notification::Lagged(Lagged { missed: 1 })) {
-                Ok(line) => line,
-                Err(_) => continue,
-            },
-        };
-        if outbox.send(line).await.is_err() {
+        if outbox.tx.is_closed() {
             break;
+        }
+        if missed > 0 {
+            let told = encode_line(&Notification::Lagged(Lagged { missed }))
+                .is_ok_and(|line| outbox.push_event(line));
+            if !told {
+                missed += 1;
+                continue;
+            }
+            missed = 0;
+        }
+        let sent = encode_line(&Notification::Event(event))
+            .is_ok_and(|line| line.len() <= max_line + 1 && outbox.push_event(line));
+        if !sent {
+            missed += 1;
         }
     }
 }

@@ -307,7 +307,7 @@ pub fn write_metadata(path: &Path, metadata: &Metadata) -> Result<(), DiscoveryE
         .file_name()
         .map_or_else(|| "metadata".into(), |n| n.to_string_lossy().into_owned());
     let temp = dir.join(format!(".{name}.{}.tmp", Uuid::new_v4().simple()));
-    let mut bytes = serde_json::to_vec_pretty(metadata).map_err(|e| DiscoveryError::Io {
+    let mut bytes = crate::json::to_vec_pretty(metadata).map_err(|e| DiscoveryError::Io {
         path: path.to_owned(),
         source: io::Error::other(e),
     })?;

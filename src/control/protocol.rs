@@ -22,6 +22,11 @@ pub const MAX_REQUEST_LINE: usize = 1024 * 1024;
 /// never buffers without limit.
 pub const MAX_SERVER_LINE: usize = 16 * 1024 * 1024;
 
+/// Bytes of responses and events one connection may have waiting for its peer to read
+/// (a single larger line is still sent when nothing else waits); past it the peer is not
+/// reading and is disconnected.
+pub const MAX_OUTPUT_BYTES: usize = 4 * 1024 * 1024;
+
 /// Transport error codes (the service adds the coordinator's refusal codes).
 pub mod codes {
     pub const PARSE_ERROR: &str = "parse-error";
@@ -260,9 +265,22 @@ impl ControlError {
     pub fn line_too_long(max: usize) -> Self {
         Self::new(
             codes::LINE_TOO_LONG,
-            format!("line: longer than the limit of {max} bytes; it was skipped up to its newline"),
+            format!(
+                "line: a request line is at most {max} bytes; this one was longer and was skipped up to its newline"
+            ),
         )
         .with_data(serde_json::json!({ "max": max }))
+    }
+
+    /// Refused by the client before sending: the request's line would be `bytes` long.
+    pub fn request_too_large(bytes: usize, max: usize) -> Self {
+        Self::new(
+            codes::LINE_TOO_LONG,
+            format!(
+                "line: a request line is at most {max} bytes; this request is {bytes} bytes and was not sent"
+            ),
+        )
+        .with_data(serde_json::json!({ "max": max, "bytes": bytes }))
     }
 
     pub fn invalid_request(detail: &str) -> Self {
@@ -302,6 +320,18 @@ impl ControlError {
             ),
         )
         .with_data(serde_json::json!({ "limit": limit }))
+    }
+
+    /// A method other than `allowed` on a connection of the reserved lane.
+    pub fn reserved_lane(limit: usize, method: &str, allowed: &[&str]) -> Self {
+        Self::new(
+            codes::BUSY,
+            format!(
+                "connections: the coordinator already serves its limit of {limit} connections; this connection is on the reserved lane, which serves only {}, not {method:?}; try again later",
+                allowed.join(", ")
+            ),
+        )
+        .with_data(serde_json::json!({ "limit": limit, "lane": "reserved", "allowed": allowed }))
     }
 
     pub fn shutting_down() -> Self {

@@ -17,12 +17,14 @@ use tokio::sync::{Semaphore, broadcast, watch};
 use tokio::task::JoinSet;
 
 use super::codec::LineWriter;
-use super::connection::{self, Shared};
+use super::connection::{self, Lane, Shared};
 use super::discovery::{
     self, DiscoveryError, METADATA_EXT, Metadata, current_uid, ensure_private_dir,
 };
 use super::methods::{Event, HelloResult};
-use super::protocol::{ControlError, MAX_REQUEST_LINE, MAX_SERVER_LINE, Payload, Response};
+use super::protocol::{
+    ControlError, MAX_OUTPUT_BYTES, MAX_REQUEST_LINE, MAX_SERVER_LINE, Payload, Response,
+};
 
 /// A boxed future, as [`Handler::handle`] returns it.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -66,11 +68,17 @@ pub trait Handler: Send + Sync + 'static {
     }
 }
 
-/// Limits and timeouts.
+/// Limits and timeouts (`docs/protocol.md`, "Limits").
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServerConfig {
-    /// Connections served at once; one more gets a `busy` error and is closed.
+    /// Connections served at once with every method.
     pub max_connections: usize,
+    /// Connections over `max_connections` still served on the reserved lane, which answers
+    /// only `hello`, `status`, `stop`, `stopMany` and `shutdown`, one request at a time, and
+    /// closes after `reserved_idle` without a request: the operator can always look and
+    /// stop. One more gets a `busy` error and is closed.
+    pub reserved_connections: usize,
+    pub reserved_idle: Duration,
     /// A connection that has not completed `hello` by then is closed.
     pub hello_timeout: Duration,
     /// Requests of one connection running at once; past it the server stops reading that
@@ -80,17 +88,26 @@ pub struct ServerConfig {
     pub drain_timeout: Duration,
     pub max_request_line: usize,
     pub max_server_line: usize,
+    /// Bytes of output one connection may have waiting for its peer; past it (a peer that
+    /// does not read) the connection is cut.
+    pub max_output_bytes: usize,
+    /// A peer that accepts no bytes for this long while output waits is cut.
+    pub write_stall_timeout: Duration,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
         Self {
             max_connections: 64,
+            reserved_connections: 8,
+            reserved_idle: Duration::from_secs(2),
             hello_timeout: Duration::from_secs(10),
             max_in_flight: 64,
             drain_timeout: Duration::from_secs(5),
             max_request_line: MAX_REQUEST_LINE,
             max_server_line: MAX_SERVER_LINE,
+            max_output_bytes: MAX_OUTPUT_BYTES,
+            write_stall_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -245,6 +262,7 @@ impl Server {
         } = self;
         let (stop_tx, stop_rx) = watch::channel(false);
         let permits = Arc::new(Semaphore::new(config.max_connections));
+        let reserved = Arc::new(Semaphore::new(config.reserved_connections));
         let shared = Arc::new(Shared {
             actors: handler.actors(),
             handler,
@@ -282,7 +300,13 @@ impl Server {
                     if cred.uid() != uid {
                         continue;
                     }
-                    let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
+                    let regular = Arc::clone(&permits).try_acquire_owned();
+                    let admitted = regular.map(|p| (p, Lane::Regular)).or_else(|_| {
+                        Arc::clone(&reserved)
+                            .try_acquire_owned()
+                            .map(|p| (p, Lane::Reserved))
+                    });
+                    let Ok((permit, lane)) = admitted else {
                         let limit = shared.config.max_connections;
                         connections.spawn(refuse_busy(stream, limit));
                         continue;
@@ -297,7 +321,7 @@ impl Server {
                     let shared = Arc::clone(&shared);
                     let signal = stop_rx.clone();
                     connections.spawn(async move {
-                        connection::run(stream, session, shared, signal).await;
+                        connection::run(stream, session, shared, lane, signal).await;
                         drop(permit);
                     });
                 }

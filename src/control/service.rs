@@ -329,6 +329,10 @@ impl Service {
             Ok(call) => call,
             Err(native) => match parse_subagent(&p.request) {
                 Ok(SubagentRequest::Launch(call)) => call,
+                // A compatibility request (it has `task`) is told its own problems.
+                Err(compat) if p.request.get("task").is_some() => {
+                    return Err(ControlError::from(Problems(compat)));
+                }
                 _ => return Err(ControlError::from(Problems(native))),
             },
         };
@@ -524,7 +528,7 @@ impl Handler for Service {
 
 /// A typed result as JSON text, written once (no intermediate tree).
 fn raw<T: Serialize>(value: &T) -> Result<Payload, ControlError> {
-    serde_json::value::to_raw_value(value)
+    crate::json::to_raw_value(value)
         .map(Payload::Raw)
         .map_err(|e| ControlError::internal(&e.to_string()))
 }

@@ -93,6 +93,7 @@ impl Coordinator {
             if !is_nonblank(&spec.assignment) {
                 return Err(Refusal::BlankAssignment { index });
             }
+            check_assignment_len(index, &spec.assignment)?;
             if spec.tools.is_empty() {
                 return Err(Refusal::EmptyToolSet { index });
             }
@@ -474,4 +475,17 @@ pub(crate) fn describe_state(g: &Generation) -> String {
         Some(crate::core::registry::Intent::Pause(_)) => format!("{} (pausing)", g.snap.status),
         None => g.snap.status.to_string(),
     }
+}
+
+/// An inline assignment is at most [`ASSIGNMENT_BYTES`](crate::core::bounds::ASSIGNMENT_BYTES).
+pub(crate) fn check_assignment_len(index: usize, assignment: &str) -> Result<(), Refusal> {
+    let max = crate::core::bounds::ASSIGNMENT_BYTES;
+    if assignment.len() > max {
+        return Err(Refusal::AssignmentTooLong {
+            index,
+            bytes: assignment.len(),
+            max,
+        });
+    }
+    Ok(())
 }

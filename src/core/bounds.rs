@@ -22,6 +22,10 @@ pub const SCHEMA_DEPTH: usize = 16;
 /// Task-file size, in bytes, inclusive.
 pub const TASK_FILE_MIN_BYTES: u64 = 1;
 pub const TASK_FILE_MAX_BYTES: u64 = 50_000;
+/// An inline assignment (delegate, resume, followup, revive), in UTF-8 bytes: no longer than
+/// a task file may be, so both ways of giving a task have one bound.
+pub const ASSIGNMENT_BYTES: usize = 50_000;
+const _: () = assert!(ASSIGNMENT_BYTES as u64 == TASK_FILE_MAX_BYTES);
 /// Message text, in UTF-8 bytes.
 pub const MESSAGE_BYTES: usize = 4096;
 /// `wait` timeout range, in milliseconds, inclusive.

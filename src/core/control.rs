@@ -144,6 +144,7 @@ impl Coordinator {
         if !is_nonblank(assignment) {
             return Err(Refusal::BlankAssignment { index: 0 });
         }
+        crate::core::admission::check_assignment_len(0, assignment)?;
         let writer = g.spec.is_writer();
         self.check_parent_mutation(writer)?;
         match self.reg.parent_of(target) {
@@ -235,6 +236,7 @@ impl Coordinator {
         if !is_nonblank(&renewal.assignment) {
             return Err(Refusal::BlankAssignment { index: 0 });
         }
+        crate::core::admission::check_assignment_len(0, &renewal.assignment)?;
         let requested_limits = renewal.limits;
         let spec = intersect_grants(&previous.spec, renewal);
         if spec.tools.is_empty() {

@@ -131,6 +131,7 @@ impl Coordinator {
     }
 
     /// Apply one input at time `now` and return what the runtime must do, in order.
+    #[allow(clippy::too_many_lines, reason = "one arm per input")]
     pub fn handle(&mut self, input: Input, now: Millis) -> Vec<Effect> {
         self.scratch.now = now;
         match input {
@@ -189,6 +190,7 @@ impl Coordinator {
                 message_id,
                 timeout_ms,
             } => self.wait(request, actor, target, message_id, timeout_ms),
+            Input::CancelWait { request } => self.cancel_wait(request),
             Input::Park {
                 request,
                 actor,

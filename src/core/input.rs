@@ -58,6 +58,10 @@ pub enum Input {
         message_id: Option<MessageId>,
         timeout_ms: u64,
     },
+    /// The requester of a pending `wait` is gone (its connection closed): the waiter is
+    /// removed without a reply, freeing its slot of the pending-waiter bound. A request that
+    /// is not a pending wait changes nothing.
+    CancelWait { request: RequestId },
     Park {
         request: RequestId,
         actor: Party,

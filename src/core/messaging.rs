@@ -311,6 +311,11 @@ impl Coordinator {
         }
     }
 
+    /// Removes the pending waiter of `request`, if there is one; its timer goes stale.
+    pub(crate) fn cancel_wait(&mut self, request: RequestId) {
+        self.waiters.retain(|_, w| w.request != request);
+    }
+
     /// Checks a wait; `Some(result)` when it resolves at once, `None` when it must wait.
     fn check_wait(
         &mut self,

@@ -23,6 +23,14 @@ pub enum Refusal {
     #[error("tasks[{index}].assignment: must contain non-whitespace text")]
     BlankAssignment { index: usize },
     #[error(
+        "tasks[{index}].assignment: {bytes} UTF-8 bytes exceed the limit of {max} for an inline assignment (the task-file bound)"
+    )]
+    AssignmentTooLong {
+        index: usize,
+        bytes: usize,
+        max: usize,
+    },
+    #[error(
         "tasks[{index}].tools: the effective builtin tool set is empty (role ceiling ∩ offered tools); the whole batch is rejected"
     )]
     EmptyToolSet { index: usize },
@@ -182,6 +190,7 @@ impl Refusal {
             Refusal::EmptyBatch => "empty-batch",
             Refusal::BatchTooLarge { .. } => "batch-too-large",
             Refusal::BlankAssignment { .. } => "blank-assignment",
+            Refusal::AssignmentTooLong { .. } => "assignment-too-long",
             Refusal::EmptyToolSet { .. } => "empty-tool-set",
             Refusal::QueueFull { .. } => "queue-full",
             Refusal::DepthExceeded { .. } => "depth-exceeded",

@@ -8,6 +8,7 @@
 use serde_json::{Map, Value};
 
 use crate::core::ChildRef;
+use crate::core::bounds::ASSIGNMENT_BYTES;
 use crate::core::task::is_nonblank;
 use crate::core::task::{CoordinationAction, LimitOverrides, Role};
 use crate::policy::problem::{Problem, index, key};
@@ -175,6 +176,22 @@ fn native_task(item: &Value, path: &str, problems: &mut Vec<Problem>) -> Option<
     (problems.len() == before).then_some(task)
 }
 
+/// An inline assignment is at most [`ASSIGNMENT_BYTES`] (the task-file bound); the text
+/// itself is not repeated in the problem.
+fn check_inline_len(text: &str, path: &str, problems: &mut Vec<Problem>) -> bool {
+    if text.len() <= ASSIGNMENT_BYTES {
+        return true;
+    }
+    problems.push(Problem::new(
+        path,
+        format!(
+            "an inline assignment is at most {ASSIGNMENT_BYTES} UTF-8 bytes (the task-file bound); this one is {} bytes",
+            text.len()
+        ),
+    ));
+    false
+}
+
 /// Exactly one of `assignment` (non-blank) or `taskFile` (non-empty path).
 fn task_source(
     object: &Map<String, Value>,
@@ -198,7 +215,8 @@ fn task_source(
             None
         }
         (Some(Value::String(text)), None) if is_nonblank(text) => {
-            Some(TaskSource::Assignment(text.clone()))
+            check_inline_len(text, &key(path, text_key), problems)
+                .then(|| TaskSource::Assignment(text.clone()))
         }
         (Some(other), None) => {
             problems.push(
@@ -490,7 +508,9 @@ fn compat_task(item: &Value, path: &str, problems: &mut Vec<Problem>) -> Option<
     );
     let profile = role(object.get("agent"), &key(path, "agent"), problems);
     let text = match object.get("task") {
-        Some(Value::String(t)) if is_nonblank(t) => Some(t.clone()),
+        Some(Value::String(t)) if is_nonblank(t) => {
+            check_inline_len(t, &key(path, "task"), problems).then(|| t.clone())
+        }
         other => {
             problems.push(with_value(
                 Problem::new(key(path, "task"), "required: non-whitespace task text"),

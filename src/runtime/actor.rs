@@ -13,7 +13,7 @@ use crate::core::{
 };
 use crate::runtime::actors::ActorRegistry;
 use crate::runtime::backend::{WorkerBackend, WorkerCommand, WorkerDirs, WorkerIdentity};
-use crate::runtime::handle::{Msg, RuntimeError, RuntimeHandle};
+use crate::runtime::handle::{Msg, RequestIds, RuntimeError, RuntimeHandle};
 use crate::runtime::{RuntimeConfig, RuntimeEvent, now_ms};
 use crate::store::artifacts;
 use crate::store::event_log::EventLog;
@@ -52,7 +52,7 @@ struct Actor {
     foreground: HashMap<CallId, oneshot::Sender<WindowOutcome>>,
     timers: BTreeMap<(Millis, u64), TimerKey>,
     timer_seq: u64,
-    next_request: u64,
+    ids: RequestIds,
     event_log: Option<EventLog>,
     shutdown_waiters: Vec<oneshot::Sender<()>>,
     shutdown_since: Option<Instant>,
@@ -81,10 +81,12 @@ pub(crate) fn spawn(
     let (publish_tx, publish_rx) = mpsc::unbounded_channel();
     let (broadcast, _) = broadcast::channel(4096);
     let actors = ActorRegistry::new();
+    let ids = RequestIds::default();
     let handle = RuntimeHandle {
         tx,
         events: broadcast.clone(),
         actors: actors.clone(),
+        ids: ids.clone(),
     };
     let actor = Actor {
         coord,
@@ -104,7 +106,7 @@ pub(crate) fn spawn(
         foreground: HashMap::new(),
         timers: BTreeMap::new(),
         timer_seq: 0,
-        next_request: 1,
+        ids,
         event_log,
         shutdown_waiters: Vec::new(),
         shutdown_since: None,
@@ -185,12 +187,11 @@ impl Actor {
     fn on_message(&mut self, msg: Msg) {
         match msg {
             Msg::Request {
+                request,
                 build,
                 reply,
                 foreground,
             } => {
-                let request = RequestId(self.next_request);
-                self.next_request += 1;
                 self.pending.insert(request, Pending { reply, foreground });
                 let input = build(request);
                 if matches!(input, Input::Shutdown { .. }) && self.shutdown_since.is_none() {
@@ -200,6 +201,12 @@ impl Actor {
             }
             Msg::Query(read) => read(&self.coord),
             Msg::Shutdown(done) => self.begin_shutdown(Some(done)),
+            // Only a request still pending can be abandoned; a reply already sent is final.
+            Msg::Abandoned(request) => {
+                if self.pending.remove(&request).is_some() {
+                    self.apply(Input::CancelWait { request });
+                }
+            }
         }
     }
 
@@ -213,8 +220,7 @@ impl Actor {
         }
         if self.shutdown_since.is_none() {
             self.shutdown_since = Some(Instant::now());
-            let request = RequestId(self.next_request);
-            self.next_request += 1;
+            let request = self.ids.next();
             self.apply(Input::Shutdown { request });
         }
     }
@@ -351,12 +357,18 @@ impl Actor {
     }
 
     fn deliver(&mut self, outcome: WindowOutcome) {
-        if outcome.delivery == Delivery::Foreground
+        let outcome = if outcome.delivery == Delivery::Foreground
             && let Some(waiter) = self.foreground.remove(&outcome.call)
         {
-            let _ = waiter.send(outcome);
-            return;
-        }
+            // The caller went away (a foreground `slate delegate` killed): its window went
+            // on, owned by the coordinator, and its outcome is published like a background one.
+            match waiter.send(outcome) {
+                Ok(()) => return,
+                Err(outcome) => outcome,
+            }
+        } else {
+            outcome
+        };
         let _ = self
             .broadcast
             .send(RuntimeEvent::Outcome(Box::new(outcome)));

@@ -1,5 +1,8 @@
 //! `RuntimeHandle`: how everything else talks to the actor.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use crate::core::{
@@ -9,9 +12,10 @@ use crate::runtime::RuntimeEvent;
 
 /// A message to the actor.
 pub(crate) enum Msg {
-    /// A request; the actor assigns its id. `foreground` receives the window outcome of an
-    /// admitted call.
+    /// A request under an id from [`RequestIds`]. `foreground` receives the window outcome
+    /// of an admitted call.
     Request {
+        request: RequestId,
         build: Box<dyn FnOnce(RequestId) -> Input + Send>,
         reply: oneshot::Sender<Result<Reply, Refusal>>,
         foreground: Option<oneshot::Sender<WindowOutcome>>,
@@ -20,6 +24,35 @@ pub(crate) enum Msg {
     Query(Box<dyn FnOnce(&Coordinator) + Send>),
     /// Begin shutdown; `done` fires when it completed.
     Shutdown(oneshot::Sender<()>),
+    /// The caller of `request` stopped waiting for its reply (its future was dropped, e.g.
+    /// because its control connection closed): a pending wait of it is cancelled.
+    Abandoned(RequestId),
+}
+
+/// Request ids, shared by every handle and the actor, so a caller knows its id before the
+/// reply (and can abandon it).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RequestIds(Arc<AtomicU64>);
+
+impl RequestIds {
+    pub(crate) fn next(&self) -> RequestId {
+        RequestId(self.0.fetch_add(1, Ordering::Relaxed) + 1)
+    }
+}
+
+/// Tells the actor when a request's caller gives up before its reply came.
+struct Abandon<'a> {
+    tx: &'a mpsc::UnboundedSender<Msg>,
+    request: RequestId,
+    answered: bool,
+}
+
+impl Drop for Abandon<'_> {
+    fn drop(&mut self) {
+        if !self.answered {
+            let _ = self.tx.send(Msg::Abandoned(self.request));
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -44,23 +77,34 @@ pub struct RuntimeHandle {
     pub(crate) tx: mpsc::UnboundedSender<Msg>,
     pub(crate) events: broadcast::Sender<RuntimeEvent>,
     pub(crate) actors: crate::runtime::ActorRegistry,
+    pub(crate) ids: RequestIds,
 }
 
 impl RuntimeHandle {
-    /// Send one request and wait for its reply.
+    /// Send one request and wait for its reply. Dropping the future before the reply
+    /// abandons the request: a pending `wait` of it is cancelled in the core.
     pub async fn call(
         &self,
         build: impl FnOnce(RequestId) -> Input + Send + 'static,
     ) -> Result<Result<Reply, Refusal>, RuntimeError> {
         let (reply, answer) = oneshot::channel();
+        let request = self.ids.next();
         self.tx
             .send(Msg::Request {
+                request,
                 build: Box::new(build),
                 reply,
                 foreground: None,
             })
             .map_err(|_| RuntimeError::Gone)?;
-        answer.await.map_err(|_| RuntimeError::Gone)
+        let mut abandon = Abandon {
+            tx: &self.tx,
+            request,
+            answered: false,
+        };
+        let answer = answer.await.map_err(|_| RuntimeError::Gone);
+        abandon.answered = true;
+        answer
     }
 
     /// Admit a foreground batch: the reply now, the ordered outcome once the window drains.
@@ -73,6 +117,7 @@ impl RuntimeHandle {
         let (outcome_tx, outcome) = oneshot::channel();
         self.tx
             .send(Msg::Request {
+                request: self.ids.next(),
                 build: Box::new(move |request| Input::Admit {
                     request,
                     actor,

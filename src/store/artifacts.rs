@@ -126,7 +126,7 @@ pub fn publish(
 
     if let Some(value) = structured {
         let outcome = publish_file(task_dir.path(), STRUCTURED_JSON, |target| {
-            serde_json::to_vec(value).map_err(|source| StoreError::Serialize {
+            crate::json::to_vec(value).map_err(|source| StoreError::Serialize {
                 target: target.to_owned(),
                 source,
             })

@@ -67,7 +67,7 @@ impl EventLog {
             // instead of corrupting this event too.
             line.push(b'\n');
         }
-        serde_json::to_writer(&mut line, event).map_err(|source| StoreError::EncodeEvent {
+        crate::json::to_writer(&mut line, event).map_err(|source| StoreError::EncodeEvent {
             path: self.path.clone(),
             source,
         })?;

@@ -432,3 +432,88 @@ fn renewal_never_restores_removed_grants() {
     });
     assert_eq!(code(&refused), "empty-tool-set");
 }
+
+/// An inline assignment is bounded like a task file (`ASSIGNMENT_BYTES`, 50000 bytes) on
+/// every way in: admission, resume, followup and revive. Over it, the refusal names the cap
+/// and nothing changes; exactly at it, the work is admitted.
+#[test]
+fn every_inline_assignment_is_bounded_by_the_task_file_cap() {
+    use slate::core::bounds::ASSIGNMENT_BYTES;
+    type Renew = fn(slate::core::RequestId, ChildRef, Renewal) -> Input;
+    let over = "x".repeat(ASSIGNMENT_BYTES + 1);
+    let at = "y".repeat(ASSIGNMENT_BYTES);
+    let mut h = Harness::new();
+
+    let request = h.request();
+    let batch = vec![scout("fine"), scout(&over)];
+    assert_refused_unchanged(
+        &mut h,
+        "admission",
+        "assignment-too-long",
+        Input::Admit {
+            request,
+            actor: ROOT,
+            tasks: batch,
+            background: true,
+        },
+    );
+    let refused = h.try_admit(ROOT, vec![scout(&over)], true).unwrap_err();
+    assert!(refused.to_string().contains("50000"), "{refused}");
+    assert!(
+        refused.to_string().contains("tasks[0].assignment"),
+        "{refused}"
+    );
+
+    // Resume: a drained paused generation.
+    let paused = h.running(scout("p"));
+    h.deadline(paused);
+    h.exited(paused);
+    assert_eq!(h.status(paused), Status::Paused);
+    let request = h.request();
+    assert_refused_unchanged(
+        &mut h,
+        "resume",
+        "assignment-too-long",
+        Input::Resume {
+            request,
+            actor: ROOT,
+            target: paused,
+            assignment: over.clone(),
+        },
+    );
+    assert!(h.resume(paused, &at).is_ok(), "exactly the cap resumes");
+
+    // Followup of an idle identity, revive of a parked one.
+    let idle = h.admit_one(ROOT, scout("i"));
+    h.complete(idle);
+    let parked = h.admit_one(ROOT, scout("k"));
+    h.complete(parked);
+    h.park(parked).unwrap();
+    let rows: [(&str, ChildRef, Renew); 2] = [
+        ("followup", idle, |request, target, renewal| {
+            Input::Followup {
+                request,
+                actor: ROOT,
+                target,
+                renewal,
+            }
+        }),
+        ("revive", parked, |request, target, renewal| Input::Revive {
+            request,
+            actor: ROOT,
+            target,
+            renewal,
+        }),
+    ];
+    for (label, target, build) in rows {
+        let request = h.request();
+        let input = build(request, target, Renewal::keep_grants(over.as_str()));
+        assert_refused_unchanged(&mut h, label, "assignment-too-long", input);
+        let request = h.request();
+        let effects = h.handle(build(request, target, Renewal::keep_grants(at.as_str())));
+        assert!(
+            matches!(crate::support::reply_to(&effects, request), Some(Ok(_))),
+            "{label}: exactly the cap is admitted"
+        );
+    }
+}

@@ -355,3 +355,69 @@ fn a_wait_outcome_carries_identity_and_status_only() {
         "no result or transcript: {json}"
     );
 }
+
+/// A dead client's wait must give its slot back: `CancelWait` removes exactly the waiter of
+/// that request, silently (nobody is left to answer), and its timer goes stale.
+#[test]
+fn cancelling_a_wait_frees_its_slot_and_changes_nothing_else() {
+    let Family { mut h, p, c1, .. } = family();
+    let cases: [(&str, Option<ChildRef>, bool); 3] = [
+        ("outcome wait", Some(p), true),
+        ("inbox wait", None, true),
+        ("not a pending wait", None, false),
+    ];
+    for (label, target, pending) in cases {
+        let (keep, _) = h.wait(Party::Child(p), Some(c1), None, 60_000);
+        let before = h.coord.stats().pending_waiters;
+        let (request, timer) = if pending {
+            let (request, effects) = h.call_effects(|request| Input::Wait {
+                request,
+                actor: ROOT,
+                target,
+                message_id: None,
+                timeout_ms: 60_000,
+            });
+            let timer = effects.iter().find_map(|e| match e {
+                Effect::ArmTimer { key, .. } => Some(*key),
+                _ => None,
+            });
+            assert_eq!(h.coord.stats().pending_waiters, before + 1, "{label}");
+            (request, timer)
+        } else {
+            (h.request(), None)
+        };
+        let snapshot = h.coord.clone();
+        let effects = h.handle(Input::CancelWait { request });
+        assert!(
+            effects.is_empty(),
+            "{label}: a cancel answers nobody: {effects:?}"
+        );
+        assert_eq!(h.coord.stats().pending_waiters, before, "{label}");
+        if !pending {
+            assert_eq!(h.coord, snapshot, "{label}: nothing changes");
+        }
+        if let Some(timer) = timer {
+            let effects = h.handle(Input::Timer(timer));
+            assert!(
+                !effects
+                    .iter()
+                    .any(|e| matches!(e, Effect::Reply { request: r, .. } if *r == request)),
+                "{label}: the stale timer answers nothing"
+            );
+        }
+        // The other waiter is untouched and still resolves.
+        assert_eq!(h.answer(keep), None, "{label}");
+        h.handle(Input::CancelWait { request: keep });
+    }
+    // 64 waits of dead clients, all cancelled: a 65th wait is admitted again.
+    let requests: Vec<_> = (0..64)
+        .map(|_| h.wait(ROOT, Some(p), None, 60_000).0)
+        .collect();
+    assert_eq!(h.coord.stats().pending_waiters, 64);
+    for request in requests {
+        h.handle(Input::CancelWait { request });
+    }
+    assert_eq!(h.coord.stats().pending_waiters, 0);
+    let (_, pending) = h.wait(ROOT, Some(p), None, 60_000);
+    assert_eq!(pending, Ok(None));
+}

@@ -5,7 +5,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{Entry, SESSION_VERSION, Session, SessionError, iso_timestamp};
 use crate::store::private::{create_private_file, ensure_private_dir_chain};
@@ -44,14 +44,14 @@ impl NewEntry {
 
     /// The line pi would write (keys in pi's order), without the newline.
     fn line(&self, id: &str, parent: Option<&str>, timestamp: &str) -> String {
-        let id = json!(id);
-        let parent = json!(parent);
-        let ts = json!(timestamp);
+        let id = j(&id);
+        let parent = j(&parent);
+        let ts = j(&timestamp);
         match self {
             Self::Custom { custom_type, data } => format!(
                 r#"{{"type":"custom","customType":{},"data":{},"id":{id},"parentId":{parent},"timestamp":{ts}}}"#,
-                json!(custom_type),
-                data
+                j(&custom_type),
+                j(data)
             ),
             Self::CustomMessage {
                 custom_type,
@@ -61,25 +61,30 @@ impl NewEntry {
             } => {
                 let details = details
                     .as_ref()
-                    .map(|d| format!(r#","details":{d}"#))
+                    .map(|d| format!(r#","details":{}"#, j(d)))
                     .unwrap_or_default();
                 format!(
                     r#"{{"type":"custom_message","customType":{},"content":{},"display":{display}{details},"id":{id},"parentId":{parent},"timestamp":{ts}}}"#,
-                    json!(custom_type),
-                    json!(content),
+                    j(&custom_type),
+                    j(&content),
                 )
             }
             Self::ModelChange { provider, model_id } => format!(
                 r#"{{"type":"model_change","id":{id},"parentId":{parent},"timestamp":{ts},"provider":{},"modelId":{}}}"#,
-                json!(provider),
-                json!(model_id)
+                j(&provider),
+                j(&model_id)
             ),
             Self::ThinkingLevelChange { level } => format!(
                 r#"{{"type":"thinking_level_change","id":{id},"parentId":{parent},"timestamp":{ts},"thinkingLevel":{}}}"#,
-                json!(level)
+                j(&level)
             ),
         }
     }
+}
+
+/// One JSON value as text, escaped like every JSON Slate writes (`crate::json`).
+fn j<T: serde::Serialize + ?Sized>(value: &T) -> String {
+    crate::json::to_string(value).unwrap_or_else(|_| "null".to_owned())
 }
 
 /// A fresh session id (a UUID, which pi accepts: `[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]`).
@@ -211,13 +216,13 @@ pub fn create_session(
     // pi's key order: type, version, id, timestamp, cwd, parentSession.
     let mut text = format!(
         r#"{{"type":"session","version":{SESSION_VERSION},"id":{},"timestamp":{},"cwd":{}"#,
-        json!(id),
-        json!(timestamp),
-        json!(cwd)
+        j(&id),
+        j(&timestamp),
+        j(&cwd)
     );
     if let Some(parent) = parent_session {
         text.push_str(r#","parentSession":"#);
-        text.push_str(&json!(parent.to_string_lossy()).to_string());
+        text.push_str(&j(&parent.to_string_lossy()));
     }
     text.push_str("}\n");
     let (body, _) = render(entries, None, &mut HashSet::new(), now_ms, 2);

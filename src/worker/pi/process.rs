@@ -233,9 +233,9 @@ impl Driver {
                     | Sent::SetModel { .. }
                     | Sent::SetThinkingLevel { .. } => "",
                 };
-                let mut line = json!({"id": id, "type": kind, "message": text})
-                    .to_string()
-                    .into_bytes();
+                let mut line =
+                    crate::json::to_vec(&json!({"id": id, "type": kind, "message": text}))
+                        .unwrap_or_default();
                 line.push(b'\n');
                 Some(line)
             }

@@ -123,7 +123,7 @@ impl Command<'_> {
     /// One LF-terminated JSON line (pi splits its stdin on `\n` only, so U+2028/U+2029 in
     /// the text need no escaping).
     pub fn to_line(&self) -> Result<Vec<u8>, serde_json::Error> {
-        let mut line = serde_json::to_vec(self)?;
+        let mut line = crate::json::to_vec(self)?;
         line.push(b'\n');
         Ok(line)
     }

@@ -137,7 +137,7 @@ impl Transcript {
                     .find_map(|e| e.get("id").and_then(Value::as_str).map(str::to_owned))
                     .filter(|id| id.len() == 8);
             } else {
-                lines.push_str(&self.header(now).to_string());
+                lines.push_str(&crate::json::to_string(&self.header(now)).unwrap_or_default());
                 lines.push('\n');
             }
         }
@@ -149,7 +149,7 @@ impl Transcript {
             "timestamp": iso_timestamp(now),
             "message": message,
         });
-        lines.push_str(&entry.to_string());
+        lines.push_str(&crate::json::to_string(&entry).unwrap_or_default());
         lines.push('\n');
         self.leaf = Some(id);
         // One write of whole lines: a reader never sees half an entry.
