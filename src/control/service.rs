@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
+use crate::config::live::LivePolicy;
 use crate::config::{Loaded, ProfilesView};
 use crate::control::protocol::{ControlError, Payload};
 use crate::control::server::{BoxFuture, Handler, Session};
@@ -48,7 +49,8 @@ pub const METHODS: [&str; 17] = [
 
 pub struct Service {
     rt: RuntimeHandle,
-    loaded: Loaded,
+    /// The delegation policy, read at each invocation (`Loaded` converts to a fixed one).
+    policy: Arc<LivePolicy>,
     models: ModelContext,
     offered: Vec<OfferedTool>,
     events: broadcast::Sender<Value>,
@@ -59,10 +61,11 @@ impl Service {
     /// A service for `rt`; forwards runtime events to subscribers as JSON.
     pub fn new(
         rt: RuntimeHandle,
-        loaded: Loaded,
+        policy: impl Into<Arc<LivePolicy>>,
         models: ModelContext,
         offered: Vec<OfferedTool>,
     ) -> Self {
+        let policy = policy.into();
         let (events, _) = broadcast::channel(4096);
         let mut source = rt.subscribe();
         let sink = events.clone();
@@ -90,7 +93,7 @@ impl Service {
         });
         Self {
             rt,
-            loaded,
+            policy,
             models,
             offered,
             events,
@@ -191,6 +194,9 @@ impl Service {
             }
             "resume" => {
                 let (target, assignment) = (p.child_ref("target")?, p.string("assignment")?);
+                // A resume is new work: it fails closed on an invalid policy, and the
+                // runtime bounds its window by the current limits.
+                self.loaded()?;
                 self.core(move |request| Input::Resume {
                     request,
                     actor: Party::Root,
@@ -201,8 +207,9 @@ impl Service {
             }
             "followup" | "revive" => self.renew(method, &p).await,
             "transcript" => self.transcript(p.child_ref("target")?).await,
-            "profiles" => to_json(&ProfilesView::new(self.loaded.clone())),
-            "policy" => to_json(&self.rt.query(|c| *c.policy()).await?),
+            // What admission will use: the files as they are now, or their problems.
+            "profiles" => to_json(&ProfilesView::new(Loaded::clone(&*self.loaded()?))),
+            "policy" => to_json(&self.loaded()?.profiles.scheduling),
             "shutdown" => {
                 let rt = self.rt.clone();
                 tokio::spawn(async move {
@@ -271,11 +278,20 @@ impl Service {
         })))
     }
 
+    /// The delegation policy as it is now; an invalid file refuses new work, naming it.
+    fn loaded(&self) -> Result<Arc<Loaded>, ControlError> {
+        self.policy.current().map_err(|e| {
+            let data = serde_json::to_value(&e.problems).unwrap_or(Value::Null);
+            ControlError::invalid_request(&e.to_string()).with_data(data)
+        })
+    }
+
     fn resolve(&self, call: &DelegateCall) -> Result<Vec<crate::core::TaskSpec>, ControlError> {
+        let loaded = self.loaded()?;
         let resolve = |routing: Option<crate::policy::logical::LogicalContext<'_>>| {
             let ctx = ResolveContext {
-                profiles: &self.loaded.profiles,
-                root_cwd: &self.loaded.cwd,
+                profiles: &loaded.profiles,
+                root_cwd: &loaded.cwd,
                 delegator: None,
                 offered: &self.offered,
                 models: &self.models,
@@ -344,8 +360,9 @@ impl Service {
             .snapshot(target)
             .await?
             .ok_or(Refusal::UnknownIdentity(target))?;
-        let profile = self.loaded.profiles.profile(snapshot.profile);
-        let in_root = std::path::Path::new(&snapshot.cwd) == self.loaded.cwd;
+        let loaded = self.loaded()?;
+        let profile = loaded.profiles.profile(snapshot.profile);
+        let in_root = std::path::Path::new(&snapshot.cwd) == loaded.cwd;
         let caps = effective(
             snapshot.profile,
             &profile.tools,

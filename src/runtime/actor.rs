@@ -13,7 +13,7 @@ use crate::core::{
 };
 use crate::runtime::backend::{WorkerBackend, WorkerCommand, WorkerDirs};
 use crate::runtime::handle::{Msg, RuntimeError, RuntimeHandle};
-use crate::runtime::{RuntimeConfig, RuntimeEvent, now_ms};
+use crate::runtime::{POLICY_POLL, PolicySource, RuntimeConfig, RuntimeEvent, now_ms};
 use crate::store::artifacts;
 use crate::store::event_log::EventLog;
 
@@ -36,6 +36,8 @@ struct Actor {
     coord: Coordinator,
     config: RuntimeConfig,
     backend: Arc<dyn WorkerBackend>,
+    /// Re-read before requests and dequeue opportunities (`None`: the policy is fixed).
+    policy: Option<Arc<dyn PolicySource>>,
     rx: mpsc::UnboundedReceiver<Msg>,
     rx_open: bool,
     worker_tx: mpsc::UnboundedSender<(ChildRef, WorkerEvent)>,
@@ -62,6 +64,7 @@ pub(crate) fn spawn(
     coord: Coordinator,
     config: RuntimeConfig,
     backend: Arc<dyn WorkerBackend>,
+    policy: Option<Arc<dyn PolicySource>>,
 ) -> Result<(RuntimeHandle, tokio::task::JoinHandle<RuntimeReport>), RuntimeError> {
     artifacts::ensure_delegation_dir(&config.delegation_dir)
         .map_err(|e| RuntimeError::Store(e.to_string()))?;
@@ -85,6 +88,7 @@ pub(crate) fn spawn(
         coord,
         config,
         backend,
+        policy,
         rx,
         rx_open: true,
         worker_tx,
@@ -126,12 +130,16 @@ impl Actor {
                 }
                 Some((child, event)) = self.worker_rx.recv() => {
                     let exited = matches!(event, WorkerEvent::Exited { .. });
+                    self.refresh_policy_if_queued();
                     self.apply(Input::Worker { child, event });
                     if exited {
                         self.workers.remove(&child);
                     }
                 }
-                Some(input) = self.publish_rx.recv() => self.apply(input),
+                Some(input) = self.publish_rx.recv() => {
+                    self.refresh_policy_if_queued();
+                    self.apply(input);
+                }
                 () = tokio::time::sleep_until(wake) => self.on_clock(),
             }
         }
@@ -148,10 +156,44 @@ impl Actor {
         if let (Some(since), false) = (self.shutdown_since, self.escalated) {
             wake = wake.min(since + self.config.kill_grace);
         }
+        if self.policy.is_some() && self.has_queued() {
+            wake = wake.min(now + POLICY_POLL);
+        }
         wake
     }
 
+    fn has_queued(&self) -> bool {
+        self.coord.queued().next().is_some()
+    }
+
+    /// Apply the policy as it is now, if it changed (`Configure` validates it and dequeues
+    /// under it; an invalid policy keeps the last valid one for already admitted work).
+    fn refresh_policy(&mut self) {
+        let Some(current) = self.policy.as_ref().and_then(|p| p.scheduling()) else {
+            return;
+        };
+        if current == *self.coord.policy() || self.coord.is_shutting_down() {
+            return;
+        }
+        let request = RequestId(self.next_request);
+        self.next_request += 1;
+        // Nobody waits for this reply: `reply` drops answers to unknown requests.
+        self.apply(Input::Configure {
+            request,
+            policy: current,
+        });
+    }
+
+    /// Before an input that can free a permit or the writer lease: a dequeue opportunity
+    /// only matters while something waits.
+    fn refresh_policy_if_queued(&mut self) {
+        if self.has_queued() {
+            self.refresh_policy();
+        }
+    }
+
     fn on_clock(&mut self) {
+        self.refresh_policy_if_queued();
         let now = now_ms();
         while let Some((&(at, seq), _)) = self.timers.first_key_value() {
             if at > now {
@@ -181,6 +223,8 @@ impl Actor {
                 reply,
                 foreground,
             } => {
+                // Every admission, renewal and resume sees the policy as it is now.
+                self.refresh_policy();
                 let request = RequestId(self.next_request);
                 self.next_request += 1;
                 self.pending.insert(request, Pending { reply, foreground });
@@ -190,7 +234,11 @@ impl Actor {
                 }
                 self.apply(input);
             }
-            Msg::Query(read) => read(&self.coord),
+            Msg::Query(read) => {
+                // Reads (`status`, `policy`) show what the next dequeue will use.
+                self.refresh_policy();
+                read(&self.coord);
+            }
             Msg::Shutdown(done) => self.begin_shutdown(Some(done)),
         }
     }
