@@ -10,16 +10,17 @@
 //! tick with the same size would leave it unchanged — so a racy file's content is hashed again
 //! at each check until the stamp is older than the window (git's racy-index rule).
 //!
-//! An invalid policy is not cached: while a file is invalid every check resolves again, so the
-//! fix (of any file, including a skill file that is not watched while the policy is invalid)
-//! is seen at the next invocation.
+//! An invalid policy is cached only briefly: while a file is invalid, a check resolves again
+//! when a watched file changed, and otherwise at most every [`INVALID_RECHECK`] (a skill
+//! file whose absence made the policy invalid is not known, so not watched, until the policy
+//! resolves again).
 
 use std::hash::{DefaultHasher, Hasher};
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::policy::Problems;
 use crate::policy::scheduling::SchedulingPolicy;
@@ -29,6 +30,9 @@ use super::{Loaded, MAX_CONFIG_BYTES, load_in};
 
 /// A stamp taken this close to its file's mtime or ctime is re-checked by content.
 pub const RACY_WINDOW: Duration = Duration::from_secs(2);
+
+/// While the policy is invalid and no watched file changed, it is resolved again this often.
+pub const INVALID_RECHECK: Duration = Duration::from_secs(1);
 
 /// The policy now, or why there is none. See the module documentation.
 pub struct LivePolicy {
@@ -49,9 +53,11 @@ struct Watched {
 }
 
 struct State {
-    /// The stamps taken before the current result was resolved; `None` while invalid.
+    /// The stamps taken before the current result was resolved (`None` before the first).
     stamps: Option<Vec<Stamp>>,
     result: Result<Arc<Loaded>, Problems>,
+    /// When the current result was resolved.
+    resolved_at: Instant,
     resolutions: u64,
 }
 
@@ -94,6 +100,7 @@ impl LivePolicy {
             state: Mutex::new(State {
                 stamps: None,
                 result: Err(Problems(Vec::new())),
+                resolved_at: Instant::now(),
                 resolutions: 0,
             }),
         };
@@ -147,10 +154,12 @@ impl Watched {
 
     fn current(&self) -> Result<Arc<Loaded>, PolicyUnavailable> {
         let mut state = self.lock();
-        let fresh = state
-            .stamps
-            .as_mut()
-            .is_some_and(|stamps| stamps.iter_mut().all(Stamp::still_valid));
+        let recheck = state.result.is_err() && state.resolved_at.elapsed() >= INVALID_RECHECK;
+        let fresh = !recheck
+            && state
+                .stamps
+                .as_mut()
+                .is_some_and(|stamps| stamps.iter_mut().all(Stamp::still_valid));
         if !fresh {
             // Stamp first, then read: a write in between is caught by the next check.
             let before: Vec<Stamp> = watched_paths(&self.cwd, &self.agent_dir, &[])
@@ -158,6 +167,7 @@ impl Watched {
                 .map(|p| Stamp::take(p))
                 .collect();
             state.resolutions += 1;
+            state.resolved_at = Instant::now();
             match load_in(&self.cwd, &self.agent_dir, self.approve) {
                 Ok(loaded) => {
                     let mut stamps = before;
@@ -166,7 +176,7 @@ impl Watched {
                     state.result = Ok(Arc::new(loaded));
                 }
                 Err(problems) => {
-                    state.stamps = None;
+                    state.stamps = Some(before);
                     state.result = Err(Problems(problems));
                 }
             }
@@ -261,15 +271,14 @@ impl Stamp {
     }
 }
 
-/// `stat` (following symlinks; a dangling link is seen as the link itself), and whether the
-/// file changed within [`RACY_WINDOW`] of now.
+/// `lstat`, then `stat` through a symlink (a dangling link is seen as the link itself): one
+/// system call for a missing or regular file. And whether the file changed within
+/// [`RACY_WINDOW`] of now.
 fn observe(path: &Path) -> (Seen, bool) {
-    let meta = match std::fs::metadata(path) {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(link) if link.file_type().is_symlink() => std::fs::metadata(path).unwrap_or(link),
         Ok(meta) => meta,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => match std::fs::symlink_metadata(path) {
-            Ok(link) => link,
-            Err(_) => return (Seen::Absent, false),
-        },
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return (Seen::Absent, false),
         Err(e) => return (Seen::Unreadable(e.kind()), false),
     };
     let seen = Meta {
@@ -415,6 +424,51 @@ mod tests {
         assert_eq!(live.scheduling(), None);
         std::fs::write(&file, r#"{"scheduling": {"concurrency": 2}}"#).unwrap();
         assert_eq!(concurrency(&live), 2);
+    }
+
+    #[test]
+    fn an_invalid_policy_is_resolved_again_at_most_every_recheck_unless_a_file_changes() {
+        let (_base, cwd, agent) = dirs();
+        let file = agent.join("delegation.json");
+        std::fs::write(&file, r#"{"scheduling": {"concurrency": 3}}"#).unwrap();
+        let live = LivePolicy::watch_in(&cwd, &agent, None).unwrap();
+        std::fs::write(&file, r#"{"scheduling": {"concurrency": 99}}"#).unwrap();
+        assert!(live.current().is_err());
+        let resolved = live.resolutions();
+        for _ in 0..20 {
+            assert!(live.current().is_err());
+        }
+        // Only racy content checks ran; nothing changed, so nothing was resolved again.
+        assert_eq!(live.resolutions(), resolved);
+        if let Mode::Watched(w) = &live.mode {
+            w.lock().resolved_at -= INVALID_RECHECK;
+        }
+        assert!(live.current().is_err());
+        assert_eq!(
+            live.resolutions(),
+            resolved + 1,
+            "rechecked after the interval"
+        );
+        std::fs::write(&file, r#"{"scheduling": {"concurrency": 9}}"#).unwrap();
+        assert_eq!(concurrency(&live), 9, "a fix is seen at once");
+    }
+
+    #[test]
+    fn a_retargeted_symlink_and_an_edit_through_it_are_noticed() {
+        let (base, cwd, agent) = dirs();
+        let (a, b) = (base.path().join("a.json"), base.path().join("b.json"));
+        std::fs::write(&a, r#"{"scheduling": {"concurrency": 3}}"#).unwrap();
+        std::fs::write(&b, r#"{"scheduling": {"concurrency": 4}}"#).unwrap();
+        let link = agent.join("delegation.json");
+        std::os::unix::fs::symlink(&a, &link).unwrap();
+        let live = LivePolicy::watch_in(&cwd, &agent, None).unwrap();
+        assert_eq!(concurrency(&live), 3);
+        std::fs::write(&a, r#"{"scheduling": {"concurrency": 11}}"#).unwrap();
+        assert_eq!(concurrency(&live), 11, "an edit of the target");
+        let tmp = agent.join("link.tmp");
+        std::os::unix::fs::symlink(&b, &tmp).unwrap();
+        std::fs::rename(&tmp, &link).unwrap();
+        assert_eq!(concurrency(&live), 4, "the link now names another file");
     }
 
     #[test]

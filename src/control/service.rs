@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
-use crate::config::live::LivePolicy;
+use crate::config::live::{LivePolicy, PolicyUnavailable};
 use crate::config::{Loaded, ProfilesView};
 use crate::control::protocol::{ControlError, Payload};
 use crate::control::server::{BoxFuture, Handler, Session};
@@ -196,7 +196,7 @@ impl Service {
                 let (target, assignment) = (p.child_ref("target")?, p.string("assignment")?);
                 // A resume is new work: it fails closed on an invalid policy, and the
                 // runtime bounds its window by the current limits.
-                self.loaded()?;
+                self.policy.current()?;
                 self.core(move |request| Input::Resume {
                     request,
                     actor: Party::Root,
@@ -208,8 +208,8 @@ impl Service {
             "followup" | "revive" => self.renew(method, &p).await,
             "transcript" => self.transcript(p.child_ref("target")?).await,
             // What admission will use: the files as they are now, or their problems.
-            "profiles" => to_json(&ProfilesView::new(Loaded::clone(&*self.loaded()?))),
-            "policy" => to_json(&self.loaded()?.profiles.scheduling),
+            "profiles" => to_json(&ProfilesView::new(Loaded::clone(&*self.policy.current()?))),
+            "policy" => to_json(&self.policy.current()?.profiles.scheduling),
             "shutdown" => {
                 let rt = self.rt.clone();
                 tokio::spawn(async move {
@@ -278,16 +278,8 @@ impl Service {
         })))
     }
 
-    /// The delegation policy as it is now; an invalid file refuses new work, naming it.
-    fn loaded(&self) -> Result<Arc<Loaded>, ControlError> {
-        self.policy.current().map_err(|e| {
-            let data = serde_json::to_value(&e.problems).unwrap_or(Value::Null);
-            ControlError::invalid_request(&e.to_string()).with_data(data)
-        })
-    }
-
     fn resolve(&self, call: &DelegateCall) -> Result<Vec<crate::core::TaskSpec>, ControlError> {
-        let loaded = self.loaded()?;
+        let loaded = self.policy.current()?;
         let resolve = |routing: Option<crate::policy::logical::LogicalContext<'_>>| {
             let ctx = ResolveContext {
                 profiles: &loaded.profiles,
@@ -360,7 +352,7 @@ impl Service {
             .snapshot(target)
             .await?
             .ok_or(Refusal::UnknownIdentity(target))?;
-        let loaded = self.loaded()?;
+        let loaded = self.policy.current()?;
         let profile = loaded.profiles.profile(snapshot.profile);
         let in_root = std::path::Path::new(&snapshot.cwd) == loaded.cwd;
         let caps = effective(
@@ -464,6 +456,15 @@ impl Handler for Service {
 
     fn subscribe(&self) -> broadcast::Receiver<Value> {
         self.events.subscribe()
+    }
+}
+
+/// An invalid policy file refuses new work as `invalid-request`, every problem (file, JSON
+/// path, rule) in the message and as `data`.
+impl From<PolicyUnavailable> for ControlError {
+    fn from(e: PolicyUnavailable) -> Self {
+        let data = serde_json::to_value(&e.problems).unwrap_or(Value::Null);
+        ControlError::invalid_request(&e.to_string()).with_data(data)
     }
 }
 
