@@ -453,7 +453,7 @@ async fn a_corrupt_file_refuses_new_work_naming_it_while_status_and_stop_work() 
         let error = f.refused(method, params).await;
         assert_eq!(error.code, "invalid-request", "{method}: {error:?}");
         assert!(names(&error, &f.operator), "{method}: {}", error.message);
-        assert!(error.message.contains("$"), "{method}: {}", error.message);
+        assert!(error.message.contains('$'), "{method}: {}", error.message);
         assert!(error.data.is_some(), "{method}: every problem as data");
     }
     // Non-admitting controls go on working.

@@ -3,7 +3,7 @@
 //! any identity exists) and the runtime.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,9 +16,9 @@ use crate::config::live::LivePolicy;
 use crate::config::routing::load_routing;
 use crate::control::session_routing::SessionRouting;
 use crate::core::ModelSelection;
-use crate::policy::Problem;
 use crate::policy::capabilities::{OfferedTool, pi_offered_tools};
 use crate::policy::model::ModelContext;
+use crate::policy::{Problem, Problems};
 use crate::runtime::{RuntimeConfig, RuntimeHandle, RuntimeReport, WorkerBackend, spawn_watching};
 use crate::store::paths;
 use crate::worker::pi::{PiBackend, PiCommand};
@@ -75,17 +75,10 @@ impl Embedded {
                 return None;
             }
         };
-        let policy = match LivePolicy::watch(&cwd, args.approve) {
-            Ok(policy) => Arc::new(policy),
+        let (policy, loaded) = match watch_policy(&cwd, args.approve) {
+            Ok(watched) => watched,
             Err(problems) => {
                 report_problems(printer, "the delegation policy is invalid", &problems.0);
-                return None;
-            }
-        };
-        let loaded = match policy.current() {
-            Ok(loaded) => Loaded::clone(&loaded),
-            Err(e) => {
-                report_problems(printer, "the delegation policy is invalid", &e.problems.0);
                 return None;
             }
         };
@@ -174,6 +167,13 @@ impl Embedded {
             routing,
         })
     }
+}
+
+/// The delegation policy of `cwd`, watched from now on, and what it resolves to now.
+fn watch_policy(cwd: &Path, approve: Option<bool>) -> Result<(Arc<LivePolicy>, Loaded), Problems> {
+    let policy = LivePolicy::watch(cwd, approve)?;
+    let loaded = policy.current().map_err(|e| e.problems)?;
+    Ok((Arc::new(policy), Loaded::clone(&loaded)))
 }
 
 /// The root's own model: `--model provider/id[:effort]`, else pi's settings defaults.
