@@ -3,8 +3,8 @@
 //! dequeue opportunity, so an edited `delegation.json` (or `trust.json`, `settings.json`, a
 //! granted skill file) takes effect at the next invocation without a restart.
 //!
-//! Asking is cheap: every file the resolution depends on is `stat`ed and compared with the
-//! stamp taken before it was last read (device, inode, size, mode, mtime and ctime to the
+//! Asking is cheap: every file the resolution depends on is `lstat`ed (and `stat`ed through a
+//! symlink) and compared with the stamp taken before it was last read (device, inode, size, mode, mtime and ctime to the
 //! nanosecond). Only a changed stamp re-reads and re-resolves. A stamp taken within
 //! [`RACY_WINDOW`] of the file's own timestamps is *racy* — a second write in the same clock
 //! tick with the same size would leave it unchanged — so a racy file's content is hashed again
@@ -171,7 +171,7 @@ impl Watched {
             match load_in(&self.cwd, &self.agent_dir, self.approve) {
                 Ok(loaded) => {
                     let mut stamps = before;
-                    stamps.extend(skill_paths(Some(&loaded)).iter().map(|p| Stamp::take(p)));
+                    stamps.extend(skill_paths(&loaded).iter().map(|p| Stamp::take(p)));
                     state.stamps = Some(stamps);
                     state.result = Ok(Arc::new(loaded));
                 }
@@ -200,10 +200,11 @@ fn watched_paths(cwd: &Path, agent_dir: &Path, skills: &[PathBuf]) -> Vec<PathBu
     paths
 }
 
-fn skill_paths(loaded: Option<&Loaded>) -> Vec<PathBuf> {
+fn skill_paths(loaded: &Loaded) -> Vec<PathBuf> {
     let mut skills: Vec<PathBuf> = loaded
-        .into_iter()
-        .flat_map(|l| l.profiles.profiles.iter())
+        .profiles
+        .profiles
+        .iter()
         .flat_map(|p| p.skills.iter().map(PathBuf::from))
         .collect();
     skills.sort();
@@ -469,6 +470,30 @@ mod tests {
         std::os::unix::fs::symlink(&b, &tmp).unwrap();
         std::fs::rename(&tmp, &link).unwrap();
         assert_eq!(concurrency(&live), 4, "the link now names another file");
+    }
+
+    #[test]
+    fn a_granted_skill_file_is_watched() {
+        let (base, cwd, agent) = dirs();
+        let skill = base.path().join("review.md");
+        std::fs::write(&skill, "# Review\n").unwrap();
+        std::fs::write(
+            agent.join("delegation.json"),
+            serde_json::json!({"general": {"skills": [skill.display().to_string()]}}).to_string(),
+        )
+        .unwrap();
+        let live = LivePolicy::watch_in(&cwd, &agent, None).unwrap();
+        std::fs::remove_file(&skill).unwrap();
+        let err = live.current().unwrap_err();
+        assert!(err.to_string().contains("skills"), "{err}");
+        std::fs::write(&skill, "# Review\n").unwrap();
+        if let Mode::Watched(w) = &live.mode {
+            w.lock().resolved_at -= INVALID_RECHECK;
+        }
+        assert!(
+            live.current().is_ok(),
+            "a restored skill is seen at the recheck"
+        );
     }
 
     #[test]
