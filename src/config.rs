@@ -2,6 +2,7 @@
 //! decision, and `delegation.json` from the operator and (trusted) project. The IO edge for
 //! `policy::profiles` and `policy::trust`; [`routing`] does the same for `slate.json`.
 
+pub mod live;
 pub mod routing;
 
 use std::io;
@@ -40,9 +41,18 @@ pub(crate) struct Located {
 }
 
 pub(crate) fn locate(cwd: &Path, approve: Option<bool>) -> Result<Located, Vec<Problem>> {
+    locate_in(cwd, &env_agent_dir()?, approve)
+}
+
+/// pi's agent dir from the environment (`PI_CODING_AGENT_DIR`, else `~/.pi/agent`).
+fn env_agent_dir() -> Result<PathBuf, Vec<Problem>> {
     let env_dir = std::env::var("PI_CODING_AGENT_DIR").ok();
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let agent_dir = agent_dir(env_dir.as_deref(), home.as_deref()).map_err(|p| vec![p])?;
+    agent_dir(env_dir.as_deref(), home.as_deref()).map_err(|p| vec![p])
+}
+
+fn locate_in(cwd: &Path, agent_dir: &Path, approve: Option<bool>) -> Result<Located, Vec<Problem>> {
+    let agent_dir = agent_dir.to_owned();
     let cwd = std::fs::canonicalize(cwd).map_err(|e| {
         vec![
             Problem::new(
@@ -67,11 +77,20 @@ pub(crate) fn locate(cwd: &Path, approve: Option<bool>) -> Result<Located, Vec<P
 /// Resolve the policy for `cwd`. `approve` is `--approve` (`Some(true)`) or
 /// `--no-approve` (`Some(false)`).
 pub fn load(cwd: &Path, approve: Option<bool>) -> Result<Loaded, Vec<Problem>> {
+    load_in(cwd, &env_agent_dir()?, approve)
+}
+
+/// [`load`] with an explicit agent dir (what `PI_CODING_AGENT_DIR` would name).
+pub fn load_in(
+    cwd: &Path,
+    agent_dir: &Path,
+    approve: Option<bool>,
+) -> Result<Loaded, Vec<Problem>> {
     let Located {
         cwd,
         agent_dir,
         trust,
-    } = locate(cwd, approve)?;
+    } = locate_in(cwd, agent_dir, approve)?;
     let trusted = trust.as_ref().is_some_and(|t| t.trusted);
 
     let operator_path = agent_dir.join("delegation.json");

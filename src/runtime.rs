@@ -57,15 +57,42 @@ pub enum RuntimeEvent {
     ShutdownComplete,
 }
 
-/// Start a runtime on the current tokio runtime.
+/// Where a runtime reads the scheduling policy as it is now (`config::live::LivePolicy`
+/// reads the files; tests can script it).
+pub trait PolicySource: Send + Sync {
+    /// The valid scheduling policy now; `None` while the policy files are invalid (dequeue
+    /// of already admitted work then goes on under the last valid policy; new work is
+    /// refused before it reaches the runtime).
+    fn scheduling(&self) -> Option<SchedulingPolicy>;
+}
+
+/// Start a runtime on the current tokio runtime, with the fixed `config.policy`.
 pub fn spawn(
     config: RuntimeConfig,
     backend: Arc<dyn WorkerBackend>,
 ) -> Result<(RuntimeHandle, tokio::task::JoinHandle<RuntimeReport>), RuntimeError> {
     let coord = Coordinator::new(config.root_id, config.policy, config.id_seed)
         .map_err(|e| RuntimeError::Config(e.to_string()))?;
-    actor::spawn(coord, config, backend)
+    actor::spawn(coord, config, backend, None)
 }
+
+/// Start a runtime that re-reads its scheduling policy from `policy` before every request
+/// and every dequeue opportunity (and every [`POLICY_POLL`] while work is queued), applying
+/// a changed one with `Input::Configure`: later admission and dequeue obey it, running work
+/// keeps its captured limits, and a lowered concurrency evicts nothing.
+pub fn spawn_watching(
+    config: RuntimeConfig,
+    backend: Arc<dyn WorkerBackend>,
+    policy: Arc<dyn PolicySource>,
+) -> Result<(RuntimeHandle, tokio::task::JoinHandle<RuntimeReport>), RuntimeError> {
+    let coord = Coordinator::new(config.root_id, config.policy, config.id_seed)
+        .map_err(|e| RuntimeError::Config(e.to_string()))?;
+    actor::spawn(coord, config, backend, Some(policy))
+}
+
+/// While assignments wait, the policy is re-read at least this often, so a raised
+/// concurrency starts queued work even when no worker reports anything.
+pub const POLICY_POLL: Duration = Duration::from_millis(250);
 
 /// Wall-clock epoch milliseconds: the `now` the core sees.
 pub fn now_ms() -> Millis {

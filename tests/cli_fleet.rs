@@ -522,3 +522,47 @@ fn a_closed_stdout_ends_quietly() {
         assert_eq!(stderr(&out), "", "{args:?}");
     }
 }
+
+/// Regression: `slate serve` kept the `delegation.json` it read at start, so a lowered
+/// limit or a corrupt file had no effect until a restart.
+#[test]
+fn a_serving_coordinator_reads_delegation_json_at_every_invocation() {
+    let slow = serde_json::json!({"steps": [{"think": 60000}, {"request": {
+        "ms": 10, "text": "late", "inputTokens": 1, "outputTokens": 1}}]});
+    let scripts = serde_json::json!({"default": slow, "scripts": []});
+    let policy = serde_json::json!({"scheduling": {"concurrency": 2}});
+    let f = Fixture::start_with("live-policy", Some(&policy), Some(&scripts));
+    let operator = f.base.join("agent/delegation.json");
+    let running = f.json(&["delegate", "--background", "Hold a permit"]);
+    let running = format!("{}@1", running["children"][0]["id"].as_str().unwrap());
+
+    std::fs::write(
+        &operator,
+        r#"{"scheduling": {"concurrency": 2, "requests": 3}}"#,
+    )
+    .unwrap();
+    let next = f.json(&["delegate", "--background", "Under the new limit"]);
+    assert_eq!(next["children"][0]["limits"]["requests"], 3, "{next}");
+
+    std::fs::write(&operator, "{ not json").unwrap();
+    let out = f.slate(&["delegate", "--background", "Refused"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("refused [invalid-request]"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains(&operator.display().to_string()),
+        "{}",
+        stderr(&out)
+    );
+    let status = f.slate(&["status"]);
+    assert_eq!(status.status.code(), Some(0), "{}", stderr(&status));
+    let stop = f.slate(&["stop", &running]);
+    assert_eq!(stop.status.code(), Some(0), "{}", stderr(&stop));
+
+    std::fs::write(&operator, r#"{"scheduling": {"requests": 5}}"#).unwrap();
+    let fixed = f.json(&["delegate", "--background", "Admitted again"]);
+    assert_eq!(fixed["children"][0]["limits"]["requests"], 5, "{fixed}");
+}

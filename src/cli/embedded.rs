@@ -3,7 +3,7 @@
 //! any identity exists) and the runtime.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,14 +11,15 @@ use serde_json::Value;
 
 use crate::cli::Printer;
 use crate::cli::profiles::report_problems;
+use crate::config::Loaded;
+use crate::config::live::LivePolicy;
 use crate::config::routing::load_routing;
-use crate::config::{Loaded, load};
 use crate::control::session_routing::SessionRouting;
 use crate::core::ModelSelection;
-use crate::policy::Problem;
 use crate::policy::capabilities::{OfferedTool, pi_offered_tools};
 use crate::policy::model::ModelContext;
-use crate::runtime::{RuntimeConfig, RuntimeHandle, RuntimeReport, WorkerBackend, spawn};
+use crate::policy::{Problem, Problems};
+use crate::runtime::{RuntimeConfig, RuntimeHandle, RuntimeReport, WorkerBackend, spawn_watching};
 use crate::store::paths;
 use crate::worker::pi::{PiBackend, PiCommand};
 use crate::worker::sim::{ScriptBook, SimBackend};
@@ -46,7 +47,11 @@ pub struct EmbedArgs {
 pub struct Embedded {
     pub rt: RuntimeHandle,
     pub join: tokio::task::JoinHandle<RuntimeReport>,
+    /// The policy as resolved at start (the directories, the root model's settings).
     pub loaded: Loaded,
+    /// The delegation policy as it is now: the runtime and the control service read it at
+    /// every admission, renewal, resume and dequeue opportunity.
+    pub policy: Arc<LivePolicy>,
     pub models: ModelContext,
     pub offered: Vec<OfferedTool>,
     pub root_id: uuid::Uuid,
@@ -70,10 +75,10 @@ impl Embedded {
                 return None;
             }
         };
-        let loaded = match load(&cwd, args.approve) {
-            Ok(loaded) => loaded,
+        let (policy, loaded) = match watch_policy(&cwd, args.approve) {
+            Ok(watched) => watched,
             Err(problems) => {
-                report_problems(printer, "the delegation policy is invalid", &problems);
+                report_problems(printer, "the delegation policy is invalid", &problems.0);
                 return None;
             }
         };
@@ -143,7 +148,7 @@ impl Embedded {
             event_log: true,
             kill_grace: args.kill_grace,
         };
-        let (rt, join) = match spawn(config, backend) {
+        let (rt, join) = match spawn_watching(config, backend, policy.clone()) {
             Ok(started) => started,
             Err(e) => {
                 printer.error(&e.to_string());
@@ -154,6 +159,7 @@ impl Embedded {
             rt,
             join,
             loaded,
+            policy,
             models,
             offered: pi_offered_tools(),
             root_id,
@@ -161,6 +167,13 @@ impl Embedded {
             routing,
         })
     }
+}
+
+/// The delegation policy of `cwd`, watched from now on, and what it resolves to now.
+fn watch_policy(cwd: &Path, approve: Option<bool>) -> Result<(Arc<LivePolicy>, Loaded), Problems> {
+    let policy = LivePolicy::watch(cwd, approve)?;
+    let loaded = policy.current().map_err(|e| e.problems)?;
+    Ok((Arc::new(policy), Loaded::clone(&loaded)))
 }
 
 /// The root's own model: `--model provider/id[:effort]`, else pi's settings defaults.

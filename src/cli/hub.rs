@@ -87,14 +87,14 @@ pub async fn hub_on_embedded(embedded: Embedded, mut options: HubOptions) -> std
     let Embedded {
         rt,
         join,
-        loaded,
+        policy,
         models,
         offered,
         root_id,
         routing,
         ..
     } = embedded;
-    let service = Arc::new(Service::new(rt.clone(), loaded, models, offered).with_routing(routing));
+    let service = Arc::new(Service::new(rt.clone(), policy, models, offered).with_routing(routing));
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let serving = tokio::spawn(server.run(service, async move {
         let _ = stop_rx.await;

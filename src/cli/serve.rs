@@ -39,14 +39,15 @@ async fn serve(printer: &Printer, args: &EmbedArgs) -> ExitCode {
     let Embedded {
         rt,
         join,
-        loaded,
+        policy,
         models,
         offered,
         root_id,
         routing,
         delegation_dir,
+        ..
     } = embedded;
-    let service = Arc::new(Service::new(rt.clone(), loaded, models, offered).with_routing(routing));
+    let service = Arc::new(Service::new(rt.clone(), policy, models, offered).with_routing(routing));
     if printer.json() {
         printer.value(&ServeOutput {
             parent_id: root_id,

@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
+use crate::config::live::{LivePolicy, PolicyUnavailable};
 use crate::config::{Loaded, ProfilesView};
 use crate::control::methods::{
     DelegateOutcome, DelegateParams, DelegateResult, Event, FleetStats, FleetStatus,
@@ -44,7 +45,8 @@ fn actor(session: &Session) -> Party {
 
 pub struct Service {
     rt: RuntimeHandle,
-    loaded: Loaded,
+    /// The delegation policy, read at each invocation (`Loaded` converts to a fixed one).
+    policy: Arc<LivePolicy>,
     models: ModelContext,
     offered: Vec<OfferedTool>,
     events: broadcast::Sender<Event>,
@@ -55,10 +57,11 @@ impl Service {
     /// A service for `rt`; forwards runtime events to subscribers.
     pub fn new(
         rt: RuntimeHandle,
-        loaded: Loaded,
+        policy: impl Into<Arc<LivePolicy>>,
         models: ModelContext,
         offered: Vec<OfferedTool>,
     ) -> Self {
+        let policy = policy.into();
         let (events, _) = broadcast::channel(4096);
         let mut source = rt.subscribe();
         let sink = events.clone();
@@ -84,7 +87,7 @@ impl Service {
         });
         Self {
             rt,
-            loaded,
+            policy,
             models,
             offered,
             events,
@@ -195,6 +198,9 @@ impl Service {
             }
             Request::Resume(p) => {
                 let (target, assignment) = (p.target.0, p.assignment);
+                // A resume is new work: it fails closed on an invalid policy, and the
+                // runtime bounds its window by the current limits.
+                self.policy.current()?;
                 let reply = self
                     .core(move |request| Input::Resume {
                         request,
@@ -208,11 +214,12 @@ impl Service {
             Request::Followup(p) => raw(&self.renew(Renew::Followup, p, actor).await?),
             Request::Revive(p) => raw(&self.renew(Renew::Revive, p, actor).await?),
             Request::Transcript(p) => raw(&self.transcript(p.target.0).await?),
+            // What admission will use: the files as they are now, or their problems.
             Request::Profiles(_) => raw(&ProfilesResult(
-                serde_json::to_value(ProfilesView::new(self.loaded.clone()))
+                serde_json::to_value(ProfilesView::new(Loaded::clone(&*self.policy.current()?)))
                     .map_err(|e| ControlError::internal(&e.to_string()))?,
             )),
-            Request::Policy(_) => raw(&self.rt.query(|c| *c.policy()).await?),
+            Request::Policy(_) => raw(&self.policy.current()?.profiles.scheduling),
             Request::Shutdown(_) => {
                 let rt = self.rt.clone();
                 tokio::spawn(async move {
@@ -282,12 +289,14 @@ impl Service {
 
     /// Resolve `call` for the root (`delegator: None`) or for the delegating child, against
     /// its admitted spec: its workspace, grants and model (the core then checks its spawn
-    /// budget, depth, ancestry and nested capacity at admission).
+    /// budget, depth, ancestry and nested capacity at admission). The policy is the one in
+    /// force now.
     fn resolve(
         &self,
         call: &DelegateCall,
         delegator: Option<&crate::core::TaskSpec>,
     ) -> Result<Vec<crate::core::TaskSpec>, ControlError> {
+        let loaded = self.policy.current()?;
         let workspace = delegator.map(|spec| PathBuf::from(&spec.cwd));
         let nested_models = delegator.map(|spec| ModelContext {
             parent: spec
@@ -299,8 +308,8 @@ impl Service {
         });
         let resolve = |routing: Option<crate::policy::logical::LogicalContext<'_>>| {
             let ctx = ResolveContext {
-                profiles: &self.loaded.profiles,
-                root_cwd: &self.loaded.cwd,
+                profiles: &loaded.profiles,
+                root_cwd: &loaded.cwd,
                 delegator: delegator
                     .zip(workspace.as_deref())
                     .map(|(spec, workspace)| crate::policy::resolve::Delegator { workspace, spec }),
@@ -393,8 +402,9 @@ impl Service {
             .snapshot(target)
             .await?
             .ok_or(Refusal::UnknownIdentity(target))?;
-        let profile = self.loaded.profiles.profile(snapshot.profile);
-        let in_root = std::path::Path::new(&snapshot.cwd) == self.loaded.cwd;
+        let loaded = self.policy.current()?;
+        let profile = loaded.profiles.profile(snapshot.profile);
+        let in_root = std::path::Path::new(&snapshot.cwd) == loaded.cwd;
         let caps = effective(
             snapshot.profile,
             &profile.tools,
@@ -523,6 +533,15 @@ impl Handler for Service {
 
     fn actors(&self) -> Option<crate::runtime::ActorRegistry> {
         Some(self.rt.actors().clone())
+    }
+}
+
+/// An invalid policy file refuses new work as `invalid-request`, every problem (file, JSON
+/// path, rule) in the message and as `data`.
+impl From<PolicyUnavailable> for ControlError {
+    fn from(e: PolicyUnavailable) -> Self {
+        let data = serde_json::to_value(&e.problems).unwrap_or(Value::Null);
+        ControlError::invalid_request(&e.to_string()).with_data(data)
     }
 }
 

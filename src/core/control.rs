@@ -100,12 +100,15 @@ impl Coordinator {
             return self.reply(request, Err(refusal));
         }
         let now = self.now();
-        let deadline_ms = self.policy.deadline_ms;
+        let current = self.policy.limits();
         let g = self.gen_mut(target);
         g.continuations.push(assignment);
         g.snap.status = Status::Queued;
         g.snap.pause_reason = None;
-        let window_ms = g.snap.limits.deadline_ms.min(deadline_ms);
+        // Bounded by the originally admitted and the current limits; cumulative counters
+        // are not replenished, so a lowered `requests` may end the resumed window early.
+        g.snap.limits = g.snap.limits.min(current);
+        let window_ms = g.snap.limits.deadline_ms;
         g.snap.window = Window {
             number: g.snap.window.number + 1,
             started_at: now,

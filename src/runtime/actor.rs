@@ -14,7 +14,7 @@ use crate::core::{
 use crate::runtime::actors::ActorRegistry;
 use crate::runtime::backend::{WorkerBackend, WorkerCommand, WorkerDirs, WorkerIdentity};
 use crate::runtime::handle::{Msg, RequestIds, RuntimeError, RuntimeHandle};
-use crate::runtime::{RuntimeConfig, RuntimeEvent, now_ms};
+use crate::runtime::{POLICY_POLL, PolicySource, RuntimeConfig, RuntimeEvent, now_ms};
 use crate::store::artifacts;
 use crate::store::event_log::EventLog;
 
@@ -37,6 +37,8 @@ struct Actor {
     coord: Coordinator,
     config: RuntimeConfig,
     backend: Arc<dyn WorkerBackend>,
+    /// Re-read before requests and dequeue opportunities (`None`: the policy is fixed).
+    policy: Option<Arc<dyn PolicySource>>,
     rx: mpsc::UnboundedReceiver<Msg>,
     rx_open: bool,
     worker_tx: mpsc::UnboundedSender<(ChildRef, WorkerEvent)>,
@@ -65,6 +67,7 @@ pub(crate) fn spawn(
     coord: Coordinator,
     config: RuntimeConfig,
     backend: Arc<dyn WorkerBackend>,
+    policy: Option<Arc<dyn PolicySource>>,
 ) -> Result<(RuntimeHandle, tokio::task::JoinHandle<RuntimeReport>), RuntimeError> {
     artifacts::ensure_delegation_dir(&config.delegation_dir)
         .map_err(|e| RuntimeError::Store(e.to_string()))?;
@@ -92,6 +95,7 @@ pub(crate) fn spawn(
         coord,
         config,
         backend,
+        policy,
         rx,
         rx_open: true,
         worker_tx,
@@ -134,6 +138,7 @@ impl Actor {
                 }
                 Some((child, event)) = self.worker_rx.recv() => {
                     let exited = matches!(event, WorkerEvent::Exited { .. });
+                    self.refresh_policy_if_queued();
                     self.apply(Input::Worker { child, event });
                     if exited {
                         self.workers.remove(&child);
@@ -141,7 +146,10 @@ impl Actor {
                         self.actors.revoke(child);
                     }
                 }
-                Some(input) = self.publish_rx.recv() => self.apply(input),
+                Some(input) = self.publish_rx.recv() => {
+                    self.refresh_policy_if_queued();
+                    self.apply(input);
+                }
                 () = tokio::time::sleep_until(wake) => self.on_clock(),
             }
         }
@@ -158,10 +166,43 @@ impl Actor {
         if let (Some(since), false) = (self.shutdown_since, self.escalated) {
             wake = wake.min(since + self.config.kill_grace);
         }
+        if self.policy.is_some() && self.has_queued() {
+            wake = wake.min(now + POLICY_POLL);
+        }
         wake
     }
 
+    fn has_queued(&self) -> bool {
+        self.coord.queued().next().is_some()
+    }
+
+    /// Apply the policy as it is now, if it changed (`Configure` validates it and dequeues
+    /// under it; an invalid policy keeps the last valid one for already admitted work).
+    fn refresh_policy(&mut self) {
+        let Some(current) = self.policy.as_ref().and_then(|p| p.scheduling()) else {
+            return;
+        };
+        if current == *self.coord.policy() || self.coord.is_shutting_down() {
+            return;
+        }
+        let request = self.ids.next();
+        // Nobody waits for this reply: `reply` drops answers to unknown requests.
+        self.apply(Input::Configure {
+            request,
+            policy: current,
+        });
+    }
+
+    /// Before an input that can free a permit or the writer lease: a dequeue opportunity
+    /// only matters while something waits.
+    fn refresh_policy_if_queued(&mut self) {
+        if self.has_queued() {
+            self.refresh_policy();
+        }
+    }
+
     fn on_clock(&mut self) {
+        self.refresh_policy_if_queued();
         let now = now_ms();
         while let Some((&(at, seq), _)) = self.timers.first_key_value() {
             if at > now {
@@ -192,6 +233,8 @@ impl Actor {
                 reply,
                 foreground,
             } => {
+                // Every admission, renewal and resume sees the policy as it is now.
+                self.refresh_policy();
                 self.pending.insert(request, Pending { reply, foreground });
                 let input = build(request);
                 if matches!(input, Input::Shutdown { .. }) && self.shutdown_since.is_none() {
@@ -199,7 +242,11 @@ impl Actor {
                 }
                 self.apply(input);
             }
-            Msg::Query(read) => read(&self.coord),
+            Msg::Query(read) => {
+                // Reads (`status`, `policy`) show what the next dequeue will use.
+                self.refresh_policy();
+                read(&self.coord);
+            }
             Msg::Shutdown(done) => self.begin_shutdown(Some(done)),
             // Only a request still pending can be abandoned; a reply already sent is final.
             Msg::Abandoned(request) => {

@@ -473,3 +473,49 @@ fn a_pause_during_setup_is_also_pre_session() {
     );
     assert!(!start.resume_session);
 }
+
+#[test]
+fn a_resume_is_bounded_by_the_admitted_and_the_current_limits() {
+    let mut h = Harness::with(policy(4, 8));
+    let a = h.running(scout("a"));
+    paused_after(&mut h, a, 2);
+    let admitted = h.snap(a).limits;
+    // The operator lowers the deadline and the request budget, and raises the tool budget.
+    let current = slate::policy::scheduling::SchedulingPolicy {
+        deadline_ms: 5_000,
+        requests: 3,
+        tools: 1000,
+        ..policy(4, 8)
+    };
+    h.call(|request| slate::core::Input::Configure {
+        request,
+        policy: current,
+    })
+    .unwrap();
+    assert_eq!(
+        h.snap(a).limits,
+        admitted,
+        "a paused generation keeps its limits"
+    );
+    h.resume(a, "Continue").unwrap();
+    let snap = h.snap(a);
+    assert_eq!(
+        snap.limits.deadline_ms, 5_000,
+        "the shorter current deadline"
+    );
+    assert_eq!(snap.limits.requests, 3, "the lower current request budget");
+    assert_eq!(
+        snap.limits.tools, admitted.tools,
+        "never above the admitted limit"
+    );
+    assert_eq!(snap.window.deadline_at - snap.window.started_at, 5_000);
+    h.ready(a);
+    h.event(a, WorkerEvent::RequestStart);
+    assert!(h.snap(a).limit_reason.is_none(), "the third request fits");
+    h.event(a, WorkerEvent::RequestStart);
+    assert_eq!(
+        h.snap(a).limit_reason,
+        Some(LimitReason::Requests),
+        "the fourth passes the current budget of three (counts are cumulative)"
+    );
+}
