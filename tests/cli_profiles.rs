@@ -131,9 +131,10 @@ fn an_invalid_config_exits_2_listing_every_problem() {
     let out = f.run(&["--json"]);
     assert_eq!(out.status.code(), Some(2));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["problems"].as_array().unwrap().len(), 3);
+    assert_eq!(v["error"]["code"], "invalid-config", "{v}");
+    assert_eq!(v["error"]["data"].as_array().unwrap().len(), 3);
     assert_eq!(
-        v["problems"][0]["file"],
+        v["error"]["data"][0]["file"],
         f.agent.join("delegation.json").display().to_string()
     );
 }

@@ -1173,7 +1173,10 @@ fn cli_exit_codes_and_json() {
     assert_eq!(code, 1);
     let v: Value = serde_json::from_str(&out).unwrap();
     assert!(
-        v["error"].as_str().unwrap().contains("no Slate state"),
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no Slate state"),
         "{v}"
     );
     assert_eq!(fs::read(&path).unwrap(), before, "nothing changed");
@@ -1415,7 +1418,7 @@ fn real_pi_live_session_is_refused() {
     rpc.read_until(PI_TIMEOUT, |r| r["id"] == "s").unwrap();
     let (code, v, _) = slate_in(&sandbox, &["handoff"]);
     assert_eq!(code, 1, "{v}");
-    let error = v["error"].as_str().unwrap();
+    let error = v["error"]["message"].as_str().unwrap();
     assert!(error.contains("live pi process"), "{error}");
     assert!(error.contains(&format!("pid {}", rpc.pid())), "{error}");
     assert_eq!(fs::read(&file).unwrap(), before);

@@ -1,10 +1,12 @@
 //! Validates JSON against the checked-in `docs/protocol.schema.json`.
 //!
-//! Validator: `boon` (a dev-dependency only). It implements draft 2020-12, which `schemars`
-//! emits, and needs no network or regex engine of its own beyond `regex`, already a dependency.
-//! `jsonschema` was the alternative; even with default features off it brings a larger tree
-//! (its own HTTP resolver plumbing, `fancy-regex`, `ahash`, number formats) for nothing a test
-//! needs here.
+//! Validator: `boon`, a dev-dependency only (the shipped binary carries no validator). It
+//! implements draft 2020-12, which `schemars` emits, uses the `regex` crate Slate already
+//! depends on for `pattern`, and resolves only resources it is given (no network). Its cost is
+//! `url`/`idna` (ICU normalizer tables) and `fluent-uri`, compiled once for tests. `jsonschema`
+//! with default features off was the alternative: it validates the same drafts but its tree is
+//! larger (`fancy-regex`, `referencing`, `num-cmp`, `ahash`, email/IDN format checkers) for
+//! nothing these tests need.
 
 #![allow(dead_code, reason = "each test file uses part of this module")]
 
