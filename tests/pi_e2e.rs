@@ -305,6 +305,83 @@ async fn a_steer_during_a_slow_stream_is_delivered() {
 }
 
 #[tokio::test]
+async fn status_shows_the_streamed_text_before_the_message_ends() {
+    let Some(env) = Env::real("stream_status") else {
+        return;
+    };
+    let (rt, join) = env.start(1);
+    let mut events = rt.subscribe();
+    let reply = rt
+        .call({
+            let tasks = vec![env.task("SCENARIO:SLOW3 talk slowly", Role::Scout)];
+            move |request| Input::Admit {
+                request,
+                actor: Party::Root,
+                tasks,
+                background: true,
+            }
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    let target = admitted(&reply)[0];
+    // SLOW3: `word0 ` … `word11 `, four a second. Wait until the registry shows part of it
+    // while the message is still streaming.
+    let deadline = tokio::time::Instant::now() + OUTCOME_TIMEOUT;
+    let partial = loop {
+        assert!(tokio::time::Instant::now() < deadline, "nothing streamed");
+        let s = rt.snapshot(target).await.unwrap().unwrap();
+        if s.progress.as_deref().is_some_and(|p| p.contains("word2 ")) {
+            break s;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(partial.status, Status::Running);
+    assert_eq!(partial.streaming, Some(slate::core::Streaming::Assistant));
+    assert!(partial.result.is_none(), "the message has not ended");
+    let progress = partial.progress.clone().unwrap();
+    assert!(progress.starts_with("word0 word1 word2 "), "{progress:?}");
+    assert!(
+        !progress.contains("word11"),
+        "seen before the end: {progress:?}"
+    );
+    assert!(partial.activity.as_deref().unwrap().starts_with("word0"));
+    // Subscribers (the Hub, `slate watch`) got it as a registry change too.
+    let mut streamed_change = false;
+    while let Ok(event) = events.try_recv() {
+        if let RuntimeEvent::Registry(e) = event
+            && e.child.child_ref() == target
+            && e.child.streaming.is_some()
+        {
+            streamed_change = true;
+        }
+    }
+    assert!(streamed_change);
+    let done = loop {
+        let s = rt.snapshot(target).await.unwrap().unwrap();
+        if s.status.is_terminal() {
+            break s;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never ended");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(done.status, Status::Settled, "{:?}", done.error);
+    assert_eq!(
+        done.streaming, None,
+        "the final message replaced the stream"
+    );
+    let text = (0..12)
+        .map(|i| format!("word{i}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+        + " ";
+    assert_eq!(done.progress.as_deref(), Some(text.as_str()));
+    assert_eq!(done.result.as_deref(), Some(text.trim()));
+    rt.shutdown().await.unwrap();
+    join.await.unwrap();
+}
+
+#[tokio::test]
 async fn a_stop_during_a_stream_ends_cancelled_with_no_process_left() {
     let Some(env) = Env::real("stop_stream") else {
         return;

@@ -36,9 +36,7 @@ fn counting_pi(dir: &Path, version: &str) -> PiCommand {
 }
 
 fn runs(dir: &Path) -> usize {
-    std::fs::read_to_string(dir.join("pi.runs"))
-        .map(|t| t.lines().count())
-        .unwrap_or(0)
+    std::fs::read_to_string(dir.join("pi.runs")).map_or(0, |t| t.lines().count())
 }
 
 fn runtime() -> tokio::runtime::Runtime {
