@@ -381,6 +381,110 @@ async fn status_shows_the_streamed_text_before_the_message_ends() {
     join.await.unwrap();
 }
 
+/// Every file under `dir`, recursively.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                todo.push(path);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Spec 000 "Worker pi settings remain nonpersistent": workers use the user's agent dir and
+/// its credentials where they are; nothing a run does changes pi's settings files or copies
+/// a credential into task directories, transcripts, artifacts or the event log.
+#[tokio::test]
+async fn workers_leave_pi_settings_and_credentials_untouched_and_uncopied() {
+    let Some(env) = Env::real("settings_untouched") else {
+        return;
+    };
+    let agent = &env.sandbox.agent_dir;
+    let models_key = "sk-slate-models-SECRET-5f1c";
+    let auth_key = "sk-slate-auth-SECRET-9e2d";
+    let models = std::fs::read_to_string(agent.join("models.json"))
+        .unwrap()
+        .replace("\"fake-key\"", &format!("\"{models_key}\""));
+    std::fs::write(agent.join("models.json"), models).unwrap();
+    std::fs::write(
+        agent.join("auth.json"),
+        format!("{{\"other\": {{\"type\": \"api_key\", \"key\": \"{auth_key}\"}}}}\n"),
+    )
+    .unwrap();
+    let before: Vec<(PathBuf, Vec<u8>)> = files_under(agent)
+        .into_iter()
+        .map(|p| {
+            let bytes = std::fs::read(&p).unwrap();
+            (p, bytes)
+        })
+        .collect();
+
+    let (rt, join) = env.start(2);
+    let tasks = vec![
+        env.task("SCENARIO:BASH run the tool", Role::Implementation),
+        env.task("SCENARIO:SLOW2 talk slowly", Role::Scout),
+    ];
+    let fg = rt.delegate(Party::Root, tasks).await.unwrap().unwrap();
+    let outcome = tokio::time::timeout(OUTCOME_TIMEOUT, fg.outcome)
+        .await
+        .unwrap()
+        .unwrap();
+    rt.shutdown().await.unwrap();
+    join.await.unwrap();
+    for s in &outcome.outcomes {
+        assert_eq!(s.status, Status::Settled, "{:?}", s.error);
+    }
+
+    // The user's pi files are byte-identical. The one file that may appear beside them is
+    // pi's own provider-catalog cache, which any pi start creates when it is absent.
+    let after: Vec<(PathBuf, Vec<u8>)> = files_under(agent)
+        .into_iter()
+        .filter(|p| !p.ends_with("models-store.json") || before.iter().any(|(b, _)| b == p))
+        .map(|p| {
+            let bytes = std::fs::read(&p).unwrap();
+            (p, bytes)
+        })
+        .collect();
+    assert_eq!(
+        before.iter().map(|(p, _)| p).collect::<Vec<_>>(),
+        after.iter().map(|(p, _)| p).collect::<Vec<_>>()
+    );
+    for ((path, old), (_, new)) in before.iter().zip(&after) {
+        assert!(old == new, "{} changed", path.display());
+    }
+    // The credential was used where it is (the provider saw it)…
+    assert!(
+        env.fake.requests().iter().all(|r| {
+            r.header("authorization") == Some(format!("Bearer {models_key}").as_str())
+        })
+    );
+    // … and copied nowhere Slate writes: task dirs, transcripts, artifacts, event log.
+    let written = files_under(&env.delegation);
+    assert!(
+        written.iter().any(|p| p.ends_with("events.jsonl"))
+            && written.iter().any(|p| p.ends_with("result.txt"))
+            && written
+                .iter()
+                .any(|p| p.extension().is_some_and(|e| e == "jsonl")
+                    && p.components().any(|c| c.as_os_str() == "transcripts")),
+        "the run wrote what it should: {written:?}"
+    );
+    for path in written {
+        let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+        for secret in [models_key, auth_key] {
+            assert!(!text.contains(secret), "{secret} in {}", path.display());
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_stop_during_a_stream_ends_cancelled_with_no_process_left() {
     let Some(env) = Env::real("stop_stream") else {

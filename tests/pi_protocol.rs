@@ -1423,3 +1423,63 @@ fn thinking_and_tool_call_deltas_are_not_streamed_text() {
         }
     }
 }
+
+// ---- worker settings stay nonpersistent ---------------------------------------------------
+
+/// pi 1.6's RPC commands whose handlers persist into `<agentDir>/settings.json` (NOTES.md,
+/// and `dist/modes/rpc/rpc-mode.js`: these four call `settingsManager.set*`; `set_model`,
+/// `cycle_model`, `set_thinking_level` and `cycle_thinking_level` run without `persist`).
+const PERSISTING_COMMANDS: [&str; 4] = [
+    "set_auto_retry",
+    "set_steering_mode",
+    "set_follow_up_mode",
+    "set_auto_compaction",
+];
+
+#[test]
+fn slate_sends_no_pi_command_that_persists_settings() {
+    let all = [
+        Command::Prompt {
+            id: "c",
+            message: "m",
+        },
+        Command::Steer {
+            id: "c",
+            message: "m",
+        },
+        Command::FollowUp {
+            id: "c",
+            message: "m",
+        },
+        Command::Abort { id: "c" },
+        Command::GetState { id: "c" },
+        Command::GetSessionStats { id: "c" },
+        // RPC `set_model` / `set_thinking_level` call pi without `persist`: session only.
+        Command::SetModel {
+            id: "c",
+            provider: "p",
+            model_id: "m",
+        },
+        Command::SetThinkingLevel {
+            id: "c",
+            level: "low",
+        },
+    ];
+    for command in &all {
+        // Exhaustive: a new command fails to compile here until it is listed above.
+        match command {
+            Command::Prompt { .. }
+            | Command::Steer { .. }
+            | Command::FollowUp { .. }
+            | Command::Abort { .. }
+            | Command::GetState { .. }
+            | Command::GetSessionStats { .. }
+            | Command::SetModel { .. }
+            | Command::SetThinkingLevel { .. } => {}
+        }
+        let line: Value = serde_json::from_slice(&command.to_line().unwrap()).unwrap();
+        let name = line["type"].as_str().unwrap();
+        assert_eq!(name, command.name());
+        assert!(!PERSISTING_COMMANDS.contains(&name), "{name} persists");
+    }
+}
