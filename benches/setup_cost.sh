@@ -54,6 +54,8 @@ if [ -n "${SLATE_BEFORE:-}" ]; then
 fi
 hyperfine -N --warmup 3 --runs "$runs" \
     -n 'bare pi -p (1 task)' "'$pi' -p --no-session 'SCENARIO:TEXT say hello'" \
+    -n 'pi -p with the worker switches (1 task)' \
+    "'$pi' -p --no-session -ne --no-mcp -ns -np --no-themes -nc 'SCENARIO:TEXT say hello'" \
     -n 'slate run (1 task)' "'$slate' run one.json" "$@"
 set --
 if [ -n "${SLATE_BEFORE:-}" ]; then
@@ -62,3 +64,6 @@ fi
 hyperfine -N --warmup 2 --runs "$runs" \
     -n 'bare pi -p (16 tasks in parallel)' "./bare16.sh" \
     -n 'slate run (16 tasks)' "'$slate' run sixteen.json" "$@"
+# Interleaved pairs (bare, slate, bare, slate, …): robust to load drifting between hyperfine's
+# sequential batches on a shared machine.
+python3 "$here/benches/setup_cost_pairs.py" "$slate" "${PAIRS:-12}"
