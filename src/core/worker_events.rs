@@ -288,6 +288,8 @@ impl Coordinator {
         let decided = (!pausing).then(|| self.decide_final(r, error));
         let g = self.gen_mut(r);
         g.worker.settled = true;
+        // Nothing streams any more, even if the worker died mid-message.
+        g.snap.streaming = None;
         if let Some(decided) = decided {
             g.snap.status = Status::Draining;
             g.snap.result = g.last_text.as_deref().map(|t| t.trim().to_owned());

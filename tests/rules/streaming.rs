@@ -194,3 +194,24 @@ fn output_after_the_prompt_resolved_changes_nothing() {
     assert_eq!(changed(&effects, a), 0);
     assert_eq!(h.snap(a), before);
 }
+
+#[test]
+fn a_worker_that_dies_mid_message_leaves_no_stream_behind() {
+    let mut h = Harness::new();
+    let a = h.running(scout("a"));
+    h.event(a, WorkerEvent::RequestStart);
+    h.event(a, delta("half a sen"));
+    h.event(
+        a,
+        WorkerEvent::Exited {
+            reason: "signal 9".into(),
+        },
+    );
+    let s = h.snap(a);
+    assert_eq!(s.streaming, None);
+    assert_eq!(
+        s.progress.as_deref(),
+        Some("half a sen"),
+        "what streamed stays visible"
+    );
+}
