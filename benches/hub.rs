@@ -83,6 +83,7 @@ fn snapshot(n: u128, status: Status) -> ChildSnapshot {
         capability_denials: Vec::new(),
         pause_reason: None,
         retained_context: false,
+        streaming: None,
         retry: None,
         window: Window {
             number: 1,

@@ -30,11 +30,11 @@ pub use message::{Message, MessageMode, ReceiptStatus};
 pub use refusal::Refusal;
 pub use snapshot::{
     AgentPresence, Artifacts, ChildSnapshot, ContextUsage, LogicalSnapshot, RegistryEvent,
-    RegistryEventKind, Retry, StatusView, StructuredOutcome, Telemetry, Tokens, Validation,
-    WaitOutcome, Window,
+    RegistryEventKind, Retry, StatusView, Streaming, StructuredOutcome, Telemetry, Tokens,
+    Validation, WaitOutcome, Window,
 };
 pub use task::{
     BuiltinTool, CapabilityDenial, CoordinationAction, LimitOverrides, Limits, LogicalAction,
     ModelSelection, PlannedRoute, Renewal, Role, TaskSpec,
 };
-pub use worker_events::clip_chars;
+pub use worker_events::{clip_chars, keep_tail};

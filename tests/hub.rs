@@ -78,6 +78,7 @@ fn snap(n: u128, generation: u32, status: Status, assignment: &str) -> ChildSnap
         capability_denials: Vec::new(),
         pause_reason: None,
         retained_context: false,
+        streaming: None,
         retry: None,
         window: Window {
             number: 1,
@@ -1173,6 +1174,91 @@ fn a_changed_selected_generation_refetches_its_transcript_one_at_a_time() {
         rig.effects.contains(&UiEffect::FetchTranscript(r(1, 1))),
         "then refetched"
     );
+}
+
+// ----- live streaming ---------------------------------------------------------------------
+
+fn streaming(progress: &str, at_offset: u64) -> Msg {
+    let mut a = fleet().0.remove(0);
+    a.streaming = Some(slate::core::Streaming::Assistant);
+    a.progress = Some(progress.to_owned());
+    a.activity = progress.lines().last().map(str::to_owned);
+    Msg::Registry {
+        child: Box::new(a),
+        at: NOW + at_offset,
+    }
+}
+
+#[test]
+fn a_streaming_assistant_message_ends_the_live_thread_until_the_final_one_replaces_it() {
+    let mut rig = Rig::new(100, 20);
+    rig.answer_transcript(transcript());
+    assert!(rig.hub.is_live());
+    rig.send(vec![streaming("Checking the", 1)]);
+    // The change into streaming may have changed the transcript: fetched once.
+    rig.answer_transcript(transcript());
+    rig.send(vec![streaming(
+        "Checking the callers of\nwrite(): two in",
+        2,
+    )]);
+    assert!(
+        !rig.effects.contains(&UiEffect::FetchTranscript(r(1, 1))),
+        "streamed text comes with the snapshot, not the transcript: {:?}",
+        rig.effects
+    );
+    insta::assert_snapshot!("wide_thread_streaming", rig.screen());
+    let screen = rig.screen();
+    assert!(screen.contains("assistant · streaming"), "{screen}");
+    assert!(screen.contains("write(): two in"), "{screen}");
+
+    // Nothing changed: nothing is drawn.
+    let draws = rig.draws;
+    rig.send(vec![]);
+    assert_eq!(rig.draws, draws);
+
+    // The message ends: the partial stays until the transcript with the final one arrives.
+    let mut ended = fleet().0.remove(0);
+    ended.progress = Some("Checking the callers of\nwrite(): two in events.rs.".to_owned());
+    rig.send(vec![Msg::Registry {
+        child: Box::new(ended),
+        at: NOW + 3,
+    }]);
+    assert!(rig.screen().contains("assistant · streaming"));
+    let mut messages = transcript();
+    messages.push(json!({"role": "assistant", "content": [
+        {"type": "text", "text": "Checking the callers of\nwrite(): two in events.rs."}
+    ], "stopReason": "stop"}));
+    rig.answer_transcript(messages);
+    let screen = rig.screen();
+    assert!(!screen.contains("streaming"), "{screen}");
+    assert!(screen.contains("write(): two in events.rs."), "{screen}");
+}
+
+#[test]
+fn streamed_text_is_cleaned_and_fits_every_width() {
+    let hostile = "safe \u{1b}]52;c;ZXZpbA==\u{7}text \u{1b}[2Jmore\u{202e}";
+    for w in [1, 4, 40, 80, 200] {
+        let mut rig = Rig::new(w, 12);
+        rig.send(vec![streaming(hostile, 1)]);
+        if rig
+            .effects
+            .iter()
+            .any(|e| matches!(e, UiEffect::FetchTranscript(_)))
+        {
+            rig.answer_transcript(transcript());
+        }
+        let screen = rig.screen();
+        assert!(
+            !screen.contains('\u{1b}') && !screen.contains('\u{202e}'),
+            "{screen:?}"
+        );
+        for line in screen.lines() {
+            assert!(
+                unicode_width::UnicodeWidthStr::width(line) <= usize::from(w),
+                "{w}: {line:?}"
+            );
+        }
+    }
 }
 
 // ----- terminal injection -------------------------------------------------------------------

@@ -305,6 +305,187 @@ async fn a_steer_during_a_slow_stream_is_delivered() {
 }
 
 #[tokio::test]
+async fn status_shows_the_streamed_text_before_the_message_ends() {
+    let Some(env) = Env::real("stream_status") else {
+        return;
+    };
+    let (rt, join) = env.start(1);
+    let mut events = rt.subscribe();
+    let reply = rt
+        .call({
+            let tasks = vec![env.task("SCENARIO:SLOW3 talk slowly", Role::Scout)];
+            move |request| Input::Admit {
+                request,
+                actor: Party::Root,
+                tasks,
+                background: true,
+            }
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    let target = admitted(&reply)[0];
+    // SLOW3: `word0 ` … `word11 `, four a second. Wait until the registry shows part of it
+    // while the message is still streaming.
+    let deadline = tokio::time::Instant::now() + OUTCOME_TIMEOUT;
+    let partial = loop {
+        assert!(tokio::time::Instant::now() < deadline, "nothing streamed");
+        let s = rt.snapshot(target).await.unwrap().unwrap();
+        if s.progress.as_deref().is_some_and(|p| p.contains("word2 ")) {
+            break s;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(partial.status, Status::Running);
+    assert_eq!(partial.streaming, Some(slate::core::Streaming::Assistant));
+    assert!(partial.result.is_none(), "the message has not ended");
+    let progress = partial.progress.clone().unwrap();
+    assert!(progress.starts_with("word0 word1 word2 "), "{progress:?}");
+    assert!(
+        !progress.contains("word11"),
+        "seen before the end: {progress:?}"
+    );
+    assert!(partial.activity.as_deref().unwrap().starts_with("word0"));
+    // Subscribers (the Hub, `slate watch`) got it as a registry change too.
+    let mut streamed_change = false;
+    while let Ok(event) = events.try_recv() {
+        if let RuntimeEvent::Registry(e) = event
+            && e.child.child_ref() == target
+            && e.child.streaming.is_some()
+        {
+            streamed_change = true;
+        }
+    }
+    assert!(streamed_change);
+    let done = loop {
+        let s = rt.snapshot(target).await.unwrap().unwrap();
+        if s.status.is_terminal() {
+            break s;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never ended");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(done.status, Status::Settled, "{:?}", done.error);
+    assert_eq!(
+        done.streaming, None,
+        "the final message replaced the stream"
+    );
+    let text = (0..12)
+        .map(|i| format!("word{i}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+        + " ";
+    assert_eq!(done.progress.as_deref(), Some(text.as_str()));
+    assert_eq!(done.result.as_deref(), Some(text.trim()));
+    rt.shutdown().await.unwrap();
+    join.await.unwrap();
+}
+
+/// Every file under `dir`, recursively.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                todo.push(path);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Spec 000 "Worker pi settings remain nonpersistent": workers use the user's agent dir and
+/// its credentials where they are; nothing a run does changes pi's settings files or copies
+/// a credential into task directories, transcripts, artifacts or the event log.
+#[tokio::test]
+async fn workers_leave_pi_settings_and_credentials_untouched_and_uncopied() {
+    let Some(env) = Env::real("settings_untouched") else {
+        return;
+    };
+    let agent = &env.sandbox.agent_dir;
+    let models_key = "sk-slate-models-SECRET-5f1c";
+    let auth_key = "sk-slate-auth-SECRET-9e2d";
+    let models = std::fs::read_to_string(agent.join("models.json"))
+        .unwrap()
+        .replace("\"fake-key\"", &format!("\"{models_key}\""));
+    std::fs::write(agent.join("models.json"), models).unwrap();
+    std::fs::write(
+        agent.join("auth.json"),
+        format!("{{\"other\": {{\"type\": \"api_key\", \"key\": \"{auth_key}\"}}}}\n"),
+    )
+    .unwrap();
+    let before: Vec<(PathBuf, Vec<u8>)> = files_under(agent)
+        .into_iter()
+        .map(|p| {
+            let bytes = std::fs::read(&p).unwrap();
+            (p, bytes)
+        })
+        .collect();
+
+    let (rt, join) = env.start(2);
+    let tasks = vec![
+        env.task("SCENARIO:BASH run the tool", Role::Implementation),
+        env.task("SCENARIO:SLOW2 talk slowly", Role::Scout),
+    ];
+    let fg = rt.delegate(Party::Root, tasks).await.unwrap().unwrap();
+    let outcome = tokio::time::timeout(OUTCOME_TIMEOUT, fg.outcome)
+        .await
+        .unwrap()
+        .unwrap();
+    rt.shutdown().await.unwrap();
+    join.await.unwrap();
+    for s in &outcome.outcomes {
+        assert_eq!(s.status, Status::Settled, "{:?}", s.error);
+    }
+
+    // The user's pi files are byte-identical. The one file that may appear beside them is
+    // pi's own provider-catalog cache, which any pi start creates when it is absent.
+    let after: Vec<(PathBuf, Vec<u8>)> = files_under(agent)
+        .into_iter()
+        .filter(|p| !p.ends_with("models-store.json") || before.iter().any(|(b, _)| b == p))
+        .map(|p| {
+            let bytes = std::fs::read(&p).unwrap();
+            (p, bytes)
+        })
+        .collect();
+    assert_eq!(
+        before.iter().map(|(p, _)| p).collect::<Vec<_>>(),
+        after.iter().map(|(p, _)| p).collect::<Vec<_>>()
+    );
+    for ((path, old), (_, new)) in before.iter().zip(&after) {
+        assert!(old == new, "{} changed", path.display());
+    }
+    // The credential was used where it is (the provider saw it)…
+    assert!(
+        env.fake.requests().iter().all(|r| {
+            r.header("authorization") == Some(format!("Bearer {models_key}").as_str())
+        })
+    );
+    // … and copied nowhere Slate writes: task dirs, transcripts, artifacts, event log.
+    let written = files_under(&env.delegation);
+    assert!(
+        written.iter().any(|p| p.ends_with("events.jsonl"))
+            && written.iter().any(|p| p.ends_with("result.txt"))
+            && written
+                .iter()
+                .any(|p| p.extension().is_some_and(|e| e == "jsonl")
+                    && p.components().any(|c| c.as_os_str() == "transcripts")),
+        "the run wrote what it should: {written:?}"
+    );
+    for path in written {
+        let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+        for secret in [models_key, auth_key] {
+            assert!(!text.contains(secret), "{secret} in {}", path.display());
+        }
+    }
+}
+
+#[tokio::test]
 async fn a_stop_during_a_stream_ends_cancelled_with_no_process_left() {
     let Some(env) = Env::real("stop_stream") else {
         return;

@@ -101,8 +101,15 @@ fn record_stdin(name: &str, mapper: &mut PiMapper) -> HashMap<String, MessageId>
     ids
 }
 
-/// Replay a trace: record its stdin, then map every stdout line.
+/// Replay a trace: record its stdin, then map every stdout line. Streaming output
+/// (`TextDelta`, `ToolOutput`) is left out; [`replay_all`] keeps it.
 fn replay(name: &str) -> (Vec<Output>, HashMap<String, MessageId>) {
+    let (mut out, ids) = replay_all(name);
+    out.retain(|o| !is_streaming(o));
+    (out, ids)
+}
+
+fn replay_all(name: &str) -> (Vec<Output>, HashMap<String, MessageId>) {
     let mut mapper = PiMapper::new();
     let ids = record_stdin(name, &mut mapper);
     let mut out = Vec::new();
@@ -110,6 +117,13 @@ fn replay(name: &str) -> (Vec<Output>, HashMap<String, MessageId>) {
         out.extend(mapper.line(&line));
     }
     (out, ids)
+}
+
+fn is_streaming(o: &Output) -> bool {
+    matches!(
+        o,
+        Output::Event(WorkerEvent::TextDelta(_) | WorkerEvent::ToolOutput { .. })
+    )
 }
 
 // ---- expected-output helpers ------------------------------------------------------------
@@ -1202,7 +1216,7 @@ fn garbage_becomes_bounded_evidence_and_mapping_goes_on() {
         .iter()
         .flat_map(|l| mapper.line(l))
         .collect();
-    assert_eq!(out, replay("rpc_text").0);
+    assert_eq!(out, replay_all("rpc_text").0);
 }
 
 #[test]
@@ -1302,5 +1316,170 @@ fn tool_activity_summarises_arguments_without_copying_them() {
         let mut expected = vec![ev(WorkerEvent::ToolStart { name: "x".into() })];
         expected.extend(want.map(activity));
         assert_eq!(mapper.line(start(&args).as_bytes()), expected, "{args:.80}");
+    }
+}
+
+// ---- streaming (live observation) ---------------------------------------------------------
+
+/// The text deltas of each assistant message, in order, paired with how it ended.
+fn streamed_messages(out: &[Output]) -> Vec<(String, String)> {
+    let mut messages = Vec::new();
+    let mut streamed = String::new();
+    for o in out {
+        match o {
+            Output::Event(WorkerEvent::RequestStart) => streamed.clear(),
+            Output::Event(WorkerEvent::TextDelta(d)) => streamed.push_str(d),
+            Output::Event(WorkerEvent::AssistantMessage { text, .. }) => {
+                messages.push((std::mem::take(&mut streamed), text.clone()));
+            }
+            _ => {}
+        }
+    }
+    messages
+}
+
+#[test]
+fn text_deltas_add_up_to_the_final_text_in_every_trace() {
+    let mut checked = 0;
+    for name in trace_names() {
+        let (out, _) = replay_all(&name);
+        for (streamed, text) in streamed_messages(&out) {
+            // An aborted message publishes an empty result; what streamed is its prefix.
+            if text.is_empty() {
+                continue;
+            }
+            assert_eq!(streamed, text, "{name}");
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "only {checked} streamed messages checked");
+}
+
+#[test]
+fn slow_text_streams_word_by_word_before_the_message_ends() {
+    let (out, _) = replay_all("rpc_follow_up");
+    let end = out
+        .iter()
+        .position(|o| matches!(o, Output::Event(WorkerEvent::AssistantMessage { .. })))
+        .unwrap();
+    let deltas: Vec<&str> = out[..end]
+        .iter()
+        .filter_map(|o| match o {
+            Output::Event(WorkerEvent::TextDelta(d)) => Some(d.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(deltas.len() >= 10, "{deltas:?}");
+    assert_eq!(deltas[..3], ["word0 ", "word1 ", "word2 "]);
+}
+
+#[test]
+fn an_aborted_stream_shows_its_partial_text_before_the_abort() {
+    let (out, _) = replay_all("rpc_abort_stream");
+    let messages = streamed_messages(&out);
+    assert_eq!(
+        messages[0],
+        ("word0 word1 word2 word3 word4 ".to_owned(), String::new()),
+        "streamed, then published empty"
+    );
+}
+
+#[test]
+fn tool_output_streams_between_tool_start_and_end() {
+    let (out, _) = replay_all("rpc_bash_tool");
+    let events = events_only(&out);
+    let start = events
+        .iter()
+        .position(|e| matches!(e, WorkerEvent::ToolStart { .. }))
+        .unwrap();
+    let end = events
+        .iter()
+        .position(|e| matches!(e, WorkerEvent::ToolEnd { .. }))
+        .unwrap();
+    let outputs: Vec<&WorkerEvent> = events[start..end]
+        .iter()
+        .copied()
+        .filter(|e| matches!(e, WorkerEvent::ToolOutput { .. }))
+        .collect();
+    // pi's first update has empty content (nothing to show); the second has the output.
+    assert_eq!(
+        outputs,
+        [&WorkerEvent::ToolOutput {
+            name: "bash".into(),
+            text: "hi-from-bash-tool\n".into(),
+        }]
+    );
+}
+
+#[test]
+fn thinking_and_tool_call_deltas_are_not_streamed_text() {
+    for name in ["rpc_thinking", "rpc_usage"] {
+        let (out, _) = replay_all(name);
+        for (streamed, text) in streamed_messages(&out) {
+            assert!(
+                text.starts_with(&streamed),
+                "{name}: {streamed:?} vs {text:?}"
+            );
+        }
+    }
+}
+
+// ---- worker settings stay nonpersistent ---------------------------------------------------
+
+/// pi 1.6's RPC commands whose handlers persist into `<agentDir>/settings.json` (NOTES.md,
+/// and `dist/modes/rpc/rpc-mode.js`: these four call `settingsManager.set*`; `set_model`,
+/// `cycle_model`, `set_thinking_level` and `cycle_thinking_level` run without `persist`).
+const PERSISTING_COMMANDS: [&str; 4] = [
+    "set_auto_retry",
+    "set_steering_mode",
+    "set_follow_up_mode",
+    "set_auto_compaction",
+];
+
+#[test]
+fn slate_sends_no_pi_command_that_persists_settings() {
+    let all = [
+        Command::Prompt {
+            id: "c",
+            message: "m",
+        },
+        Command::Steer {
+            id: "c",
+            message: "m",
+        },
+        Command::FollowUp {
+            id: "c",
+            message: "m",
+        },
+        Command::Abort { id: "c" },
+        Command::GetState { id: "c" },
+        Command::GetSessionStats { id: "c" },
+        // RPC `set_model` / `set_thinking_level` call pi without `persist`: session only.
+        Command::SetModel {
+            id: "c",
+            provider: "p",
+            model_id: "m",
+        },
+        Command::SetThinkingLevel {
+            id: "c",
+            level: "low",
+        },
+    ];
+    for command in &all {
+        // Exhaustive: a new command fails to compile here until it is listed above.
+        match command {
+            Command::Prompt { .. }
+            | Command::Steer { .. }
+            | Command::FollowUp { .. }
+            | Command::Abort { .. }
+            | Command::GetState { .. }
+            | Command::GetSessionStats { .. }
+            | Command::SetModel { .. }
+            | Command::SetThinkingLevel { .. } => {}
+        }
+        let line: Value = serde_json::from_slice(&command.to_line().unwrap()).unwrap();
+        let name = line["type"].as_str().unwrap();
+        assert_eq!(name, command.name());
+        assert!(!PERSISTING_COMMANDS.contains(&name), "{name} persists");
     }
 }

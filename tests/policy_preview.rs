@@ -65,6 +65,7 @@ fn child(n: u128, generation: u32) -> ChildSnapshot {
         capability_denials: Vec::new(),
         pause_reason: None,
         retained_context: false,
+        streaming: None,
         retry: None,
         window: Window {
             number: 1,

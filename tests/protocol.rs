@@ -215,6 +215,7 @@ fn snapshot() -> impl Strategy<Value = ChildSnapshot> {
                 assignment,
                 activity,
                 progress: None,
+                streaming: None,
                 result: None,
                 model: Some("anthropic/claude-sonnet-4".to_owned()),
                 effort: None,
@@ -410,11 +411,13 @@ fn request() -> impl Strategy<Value = Request> {
             proptest::option::of(text()),
             proptest::option::of("[0-9a-f]{64}"),
         )
-            .prop_map(|(protocols, client, capability)| Request::Hello(HelloParams {
-                protocols,
-                client,
-                capability: capability.map(slate::runtime::Capability::from_presented),
-            })),
+            .prop_map(
+                |(protocols, client, capability)| Request::Hello(HelloParams {
+                    protocols,
+                    client,
+                    capability: capability.map(slate::runtime::Capability::from_presented),
+                })
+            ),
         Just(Request::Subscribe(NoParams {})),
         (maybe_target(), any::<bool>())
             .prop_map(|(target, summary)| Request::Status(StatusParams { target, summary })),

@@ -5,6 +5,8 @@
 #[path = "rules/support.rs"]
 mod support;
 
+#[path = "rules/streaming.rs"]
+mod rule_10_streaming_progress;
 #[path = "rules/telemetry.rs"]
 mod rule_10_telemetry;
 #[path = "rules/identities.rs"]

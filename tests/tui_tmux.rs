@@ -9,6 +9,11 @@
 
 #![allow(clippy::unwrap_used, reason = "test fixtures fail loudly")]
 
+#[path = "support/fake_llm.rs"]
+mod fake_llm;
+#[path = "support/pi_env.rs"]
+mod pi_env;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -30,6 +35,11 @@ impl Tmux {
 
     /// A private tmux server running `command` in a 160×45 window.
     fn start(name: &str, command: &str) -> Self {
+        Self::start_with(name, |_| command.to_owned())
+    }
+
+    /// [`Tmux::start`] with a command built once the directories exist (under `base`).
+    fn start_with(name: &str, command: impl FnOnce(&Path) -> String) -> Self {
         let base = std::env::temp_dir().join(format!("slate-tmux-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&base);
         for d in ["work", "agent", "run"] {
@@ -40,6 +50,7 @@ impl Tmux {
             base,
         };
         let env = tmux.env_prefix();
+        let command = command(&tmux.base);
         let out = tmux
             .tmux()
             .args(["new-session", "-d", "-s", "t", "-x", "160", "-y", "45"])
@@ -312,4 +323,77 @@ fn no_color_turns_every_colour_off_in_the_hub() {
         t.keys(&["q"]);
         t.wait_for("the shell after the Hub", |s| s.contains("SLATE-EXIT=0"));
     }
+}
+
+/// Issue 12, live observation: a real pi worker's streaming text shows in the Hub's LIVE
+/// thread before its message ends (the fake LLM streams `SLOW8`: `word0 ` … `word31 `, four a
+/// second), and the final message replaces the streaming one.
+#[test]
+fn the_hub_shows_a_real_workers_streaming_text_before_its_message_ends() {
+    if !Tmux::available() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "tmux is required in CI (.ci/run installs it)"
+        );
+        eprintln!("SKIPPED: tmux is not installed; the real-terminal streaming test did not run");
+        return;
+    }
+    let Some(pi) = pi_env::pi_or_skip("hub_streaming_tmux") else {
+        return;
+    };
+    let fake = fake_llm::FakeLlm::start().unwrap();
+    // The helper's agent dir, pointed at this test's fake LLM; pi's hermetic environment.
+    let t = Tmux::start_with("stream", |base| {
+        let agent = base.join("agent");
+        let template = pi_env::template_dir();
+        let models = std::fs::read_to_string(template.join("models.json"))
+            .unwrap()
+            .replace("http://127.0.0.1:18080/v1", &fake.base_url());
+        std::fs::write(agent.join("models.json"), models).unwrap();
+        std::fs::copy(template.join("settings.json"), agent.join("settings.json")).unwrap();
+        std::fs::create_dir_all(base.join("home")).unwrap();
+        format!(
+            "env SLATE_PI='{}' PI_OFFLINE=1 PI_SKIP_VERSION_CHECK=1 PI_TELEMETRY=0 \
+                 HOME={} XDG_CACHE_HOME={} {SLATE} hub",
+            pi.argv.join(" "),
+            base.join("home").display(),
+            base.join("cache").display()
+        )
+    });
+    t.wait_for("the Hub on its own coordinator", |s| {
+        s.contains("Slate Hub")
+    });
+    let out = t.slate(&[
+        "delegate",
+        "--background",
+        "--profile",
+        "scout",
+        "SCENARIO:SLOW8 talk slowly",
+    ]);
+    assert!(
+        out.status.success(),
+        "delegate: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pane = |s: &str| -> String {
+        s.lines()
+            .filter_map(|l| l.split_once('│').map(|(_, right)| right.to_owned()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let streaming = t.wait_for("streaming text in the LIVE thread", |s| {
+        let right = pane(s);
+        right.contains("assistant · streaming") && right.contains("word3")
+    });
+    assert!(streaming.contains("LIVE"), "{streaming}");
+    assert!(
+        !pane(&streaming).contains("word31"),
+        "shown before the message ended:\n{streaming}"
+    );
+    // The message ends: the final message replaces the streaming one.
+    t.wait_for("the final message", |s| {
+        let right = pane(s);
+        right.contains("word31") && !right.contains("streaming")
+    });
 }

@@ -21,6 +21,7 @@ use crate::policy::model::ModelContext;
 use crate::policy::{Problem, Problems};
 use crate::runtime::{RuntimeConfig, RuntimeHandle, RuntimeReport, WorkerBackend, spawn_watching};
 use crate::store::paths;
+use crate::worker::pi::version_cache::{self, VersionCache};
 use crate::worker::pi::{PiBackend, PiCommand};
 use crate::worker::sim::{ScriptBook, SimBackend};
 
@@ -124,11 +125,16 @@ impl Embedded {
             Backend::Pi => {
                 let pi = PiCommand::from_env();
                 // The version gate runs before any identity exists: fail closed, naming both.
-                if let Err(e) = PiBackend::check_version(&pi).await {
-                    printer.error(&format!("pi cannot run delegated work: {e}"));
-                    return None;
+                // An unchanged pi is not run again (`worker::pi::version_cache`), and the
+                // backend reuses this check instead of running its own.
+                let cache = VersionCache::user();
+                match version_cache::check_version(&pi, cache.as_ref()).await {
+                    Ok((version, _)) => Arc::new(PiBackend::with_version(pi, version)),
+                    Err(e) => {
+                        printer.error(&format!("pi cannot run delegated work: {e}"));
+                        return None;
+                    }
                 }
-                Arc::new(PiBackend::new(pi))
             }
         };
         let root_id = uuid::Uuid::new_v4();

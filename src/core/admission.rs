@@ -10,7 +10,7 @@ use crate::core::ids::{ChildRef, Party, RequestId};
 use crate::core::input::TimerKey;
 use crate::core::lifecycle::Status;
 use crate::core::refusal::Refusal;
-use crate::core::registry::{Generation, Identity, WorkerState};
+use crate::core::registry::{Generation, Identity, StreamPublish, WorkerState};
 use crate::core::snapshot::{
     ChildSnapshot, LogicalSnapshot, StructuredOutcome, Telemetry, Validation, Window,
 };
@@ -381,6 +381,7 @@ impl Coordinator {
             capability_denials: spec.capability_denials.clone(),
             pause_reason: None,
             retained_context: false,
+            streaming: None,
             retry: None,
             window: Window {
                 number: 1,
@@ -401,6 +402,7 @@ impl Coordinator {
             continuations: Vec::new(),
             session_started: false,
             last_text: None,
+            stream: StreamPublish::default(),
         }
     }
 

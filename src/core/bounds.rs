@@ -33,5 +33,8 @@ pub const WAIT_MIN_MS: u64 = 1;
 pub const WAIT_MAX_MS: u64 = 60_000;
 /// The activity line kept on a snapshot (characters).
 pub const ACTIVITY_CHARS: usize = 240;
+/// Streaming output (assistant text deltas, tool partial output) changes a snapshot at most
+/// once per this many milliseconds per generation; the end of a message or tool always does.
+pub const STREAM_INTERVAL_MS: u64 = 100;
 /// Validation errors kept per structured-result submission.
 pub const SUBMISSION_ERRORS: usize = 32;

@@ -355,6 +355,7 @@ impl Coordinator {
                 }
             }
             TimerKey::Wait(waiter) => self.resolve_waiter(waiter, WaitResult::Timeout),
+            TimerKey::Stream(child) => self.stream_timer(child),
         }
     }
 }

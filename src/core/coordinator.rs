@@ -378,6 +378,10 @@ impl Coordinator {
     pub(crate) fn mark_changed(&mut self, r: ChildRef) {
         if self.scratch.changed_set.insert(r) {
             self.scratch.changed.push(r);
+            // This change carries any streamed output held back for `r`.
+            if let Some(g) = self.reg.generation_mut(r) {
+                g.stream.pending = false;
+            }
         }
     }
 

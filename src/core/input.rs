@@ -128,6 +128,8 @@ pub enum TimerKey {
     Deadline { child: ChildRef, window: u32 },
     /// The timeout of one pending wait.
     Wait(WaiterId),
+    /// Publish streamed output held back by the coalescing interval.
+    Stream(ChildRef),
 }
 
 /// What a worker backend reports. The core decides; backends only report and obey.
@@ -160,6 +162,13 @@ pub enum WorkerEvent {
     Activity(String),
     /// A progress note (clipped to 4096 characters).
     Progress(String),
+    /// More text of the assistant message being streamed (the text since the last report).
+    TextDelta(String),
+    /// The partial output of a running tool so far (it replaces the previous one).
+    ToolOutput {
+        name: String,
+        text: String,
+    },
     /// Context usage, as reported.
     Context(ContextUsage),
     /// Recovery switched the worker to another route of its logical action and the worker

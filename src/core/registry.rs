@@ -72,6 +72,19 @@ pub(crate) struct Generation {
     pub session_started: bool,
     /// Exact text of the last assistant message of the prompt.
     pub last_text: Option<String>,
+    /// Coalescing of streamed output into registry changes.
+    pub stream: StreamPublish,
+}
+
+/// When streamed output last changed the snapshot, and whether a change is held back.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct StreamPublish {
+    /// When streamed output last produced a registry change.
+    pub last_at: Option<crate::core::ids::Millis>,
+    /// Streamed output changed the snapshot since; no registry change has carried it yet.
+    pub pending: bool,
+    /// A `TimerKey::Stream` timer is armed for this generation.
+    pub timer_armed: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]

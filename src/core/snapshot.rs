@@ -99,6 +99,17 @@ pub struct Retry {
     pub rate_limited: bool,
 }
 
+/// What a changing `progress` holds while a worker streams.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Streaming {
+    /// The assistant message being streamed: `progress` is its text so far (the newest
+    /// 4096 characters). It is replaced by the final message when the message ends.
+    Assistant,
+    /// A running tool: `progress` is its partial output so far (the newest 4096 characters).
+    Tool,
+}
+
 /// The execution window: admission or an explicit resume starts a new one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -145,7 +156,12 @@ pub struct ChildSnapshot {
     pub cwd: String,
     pub assignment: String,
     pub activity: Option<String>,
+    /// At most 4096 characters: a worker's progress note, or (see `streaming`) the newest
+    /// streamed output.
     pub progress: Option<String>,
+    /// Set while `progress` is streamed output that is still growing; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streaming: Option<Streaming>,
     /// Final assistant text (trimmed), once the prompt resolved.
     pub result: Option<String>,
     /// The latest accepted route, `provider/id` (recovery can change it).

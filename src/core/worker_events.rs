@@ -1,15 +1,15 @@
 //! Applying what workers report: setup, requests and tools (hard limits), output and
 //! telemetry, structured submissions, prompt resolution, exit, and publication.
 
-use crate::core::bounds::{ACTIVITY_CHARS, PROGRESS_CHARS, SUBMISSION_ERRORS};
+use crate::core::bounds::{ACTIVITY_CHARS, PROGRESS_CHARS, STREAM_INTERVAL_MS, SUBMISSION_ERRORS};
 use crate::core::coordinator::Coordinator;
 use crate::core::effect::Effect;
 use crate::core::ids::ChildRef;
-use crate::core::input::{Usage, WorkerEvent};
+use crate::core::input::{TimerKey, Usage, WorkerEvent};
 use crate::core::lifecycle::{LimitReason, Status};
 use crate::core::message::ReceiptStatus;
 use crate::core::registry::Intent;
-use crate::core::snapshot::{Artifacts, Validation};
+use crate::core::snapshot::{Artifacts, Streaming, Validation};
 
 impl Coordinator {
     pub(crate) fn worker_event(&mut self, r: ChildRef, event: WorkerEvent) {
@@ -41,8 +41,14 @@ impl Coordinator {
                 // `"{name} failed"` / `"{name} done"`, reusing the name's allocation.
                 let mut line = name;
                 line.push_str(if is_error { " failed" } else { " done" });
-                self.gen_mut(r).snap.activity = Some(line);
+                let snap = &mut self.gen_mut(r).snap;
+                snap.activity = Some(line);
+                if snap.streaming == Some(Streaming::Tool) {
+                    snap.streaming = None;
+                }
             }
+            WorkerEvent::TextDelta(delta) => self.text_delta(r, &delta),
+            WorkerEvent::ToolOutput { name, text } => self.tool_output(r, &name, &text),
             WorkerEvent::AssistantMessage { text, usage } => self.assistant_message(r, text, usage),
             WorkerEvent::Activity(line) => {
                 self.gen_mut(r).snap.activity = Some(clip_owned(line, ACTIVITY_CHARS));
@@ -102,13 +108,100 @@ impl Coordinator {
         }
     }
 
-    /// Request guard: checked before forwarding. The first request over the limit is not
-    /// counted; it commits the `requests` limit and aborts.
-    fn request_started(&mut self, r: ChildRef) {
-        let g = self.gen_ref(r);
+    /// More streamed assistant text: `progress` keeps the newest [`PROGRESS_CHARS`] of the
+    /// message so far and `activity` its newest non-blank line. Coalesced (see [`Self::stream_changed`]).
+    fn text_delta(&mut self, r: ChildRef, delta: &str) {
+        let Some(g) = self.reg.generation_mut(r) else {
+            return;
+        };
+        if g.worker.settled || delta.is_empty() {
+            return;
+        }
+        let snap = &mut g.snap;
+        let mut text = match (snap.streaming, snap.progress.take()) {
+            (Some(Streaming::Assistant), Some(text)) => text,
+            _ => String::new(),
+        };
+        text.push_str(delta);
+        if let Some(line) = text.lines().rev().map(str::trim).find(|l| !l.is_empty()) {
+            snap.activity = Some(clip_chars(line, ACTIVITY_CHARS));
+        }
+        snap.progress = Some(keep_tail(text, PROGRESS_CHARS));
+        snap.streaming = Some(Streaming::Assistant);
+        self.stream_changed(r);
+    }
+
+    /// A running tool's partial output so far: `progress` keeps its newest
+    /// [`PROGRESS_CHARS`], `activity` says which tool. Coalesced like text deltas.
+    fn tool_output(&mut self, r: ChildRef, name: &str, text: &str) {
+        let Some(g) = self.reg.generation_mut(r) else {
+            return;
+        };
         if g.worker.settled {
             return;
         }
+        let snap = &mut g.snap;
+        snap.progress = Some(keep_tail(text.to_owned(), PROGRESS_CHARS));
+        snap.streaming = Some(Streaming::Tool);
+        if let Some(line) = text.lines().rev().map(str::trim).find(|l| !l.is_empty()) {
+            snap.activity = Some(clip_chars(&format!("{name}: {line}"), ACTIVITY_CHARS));
+        }
+        self.stream_changed(r);
+    }
+
+    /// Streamed output changed the snapshot (without marking it changed). At most one
+    /// registry change per [`STREAM_INTERVAL_MS`] per generation carries it: the first at
+    /// once, later ones when the interval is over (a `TimerKey::Stream` timer publishes what
+    /// is held back). Any other change of the generation carries it too.
+    fn stream_changed(&mut self, r: ChildRef) {
+        let now = self.scratch.now;
+        let Some(g) = self.reg.generation_mut(r) else {
+            return;
+        };
+        let stream = &mut g.stream;
+        match stream.last_at {
+            Some(last) if now < last.saturating_add(STREAM_INTERVAL_MS) => {
+                stream.pending = true;
+                if !stream.timer_armed {
+                    stream.timer_armed = true;
+                    let at = last.saturating_add(STREAM_INTERVAL_MS);
+                    self.emit(Effect::ArmTimer {
+                        key: TimerKey::Stream(r),
+                        at,
+                    });
+                }
+            }
+            _ => {
+                stream.last_at = Some(now);
+                self.mark_changed(r);
+            }
+        }
+    }
+
+    /// The coalescing interval of `r` is over: publish what it held back.
+    pub(crate) fn stream_timer(&mut self, r: ChildRef) {
+        let now = self.scratch.now;
+        let Some(g) = self.reg.generation_mut(r) else {
+            return;
+        };
+        g.stream.timer_armed = false;
+        if g.stream.pending {
+            g.stream.last_at = Some(now);
+            self.mark_changed(r);
+        }
+    }
+
+    /// Request guard: checked before forwarding. The first request over the limit is not
+    /// counted; it commits the `requests` limit and aborts.
+    fn request_started(&mut self, r: ChildRef) {
+        if self.gen_ref(r).worker.settled {
+            return;
+        }
+        // A new assistant message (or a retry's) streams from the start.
+        if self.gen_ref(r).snap.streaming.is_some() {
+            self.gen_mut(r).snap.streaming = None;
+        }
+        let g = self.gen_ref(r);
         let used = g.snap.telemetry.requests.unwrap_or(0);
         if used >= g.snap.limits.requests {
             self.commit_limit(r, LimitReason::Requests);
@@ -146,6 +239,13 @@ impl Coordinator {
         }
         if let Some(line) = text.lines().find(|l| !l.trim().is_empty()) {
             g.snap.activity = Some(clip_chars(line.trim(), ACTIVITY_CHARS));
+        }
+        // The final message replaces the streamed one; its text stays the progress.
+        if g.snap.streaming == Some(Streaming::Assistant) {
+            g.snap.streaming = None;
+            if !text.is_empty() {
+                g.snap.progress = Some(keep_tail(text.clone(), PROGRESS_CHARS));
+            }
         }
         g.last_text = Some(text);
     }
@@ -188,6 +288,8 @@ impl Coordinator {
         let decided = (!pausing).then(|| self.decide_final(r, error));
         let g = self.gen_mut(r);
         g.worker.settled = true;
+        // Nothing streams any more, even if the worker died mid-message.
+        g.snap.streaming = None;
         if let Some(decided) = decided {
             g.snap.status = Status::Draining;
             g.snap.result = g.last_text.as_deref().map(|t| t.trim().to_owned());
@@ -273,6 +375,24 @@ pub fn clip_chars(text: &str, max: usize) -> String {
     }
     let cut: String = text.chars().take(max.saturating_sub(1)).collect();
     format!("{cut}…")
+}
+
+/// The newest `max` characters of `text`, with `…` first marking a cut (reuses the
+/// allocation when nothing is cut).
+pub fn keep_tail(text: String, max: usize) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    let chars = text.chars().count();
+    if chars <= max {
+        return text;
+    }
+    let skip = chars - max.saturating_sub(1);
+    let start = text.char_indices().nth(skip).map_or(text.len(), |(i, _)| i);
+    let mut out = String::with_capacity(text.len() - start + '…'.len_utf8());
+    out.push('…');
+    out.push_str(&text[start..]);
+    out
 }
 
 /// [`clip_chars`] of an owned string, reusing its allocation when nothing is cut.

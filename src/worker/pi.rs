@@ -5,5 +5,6 @@ pub mod mapper;
 pub mod process;
 pub mod protocol;
 pub mod recovery;
+pub mod version_cache;
 
 pub use process::{PiBackend, PiCommand};

@@ -11,12 +11,12 @@ use super::details;
 use super::format::wrap;
 use super::layout::{Areas, Kind};
 use super::roster::{Filter, Roster, SortKey};
-use super::transcript::{Documents, Line, RowKind, documents};
+use super::transcript::{Documents, Line, RowKind, documents, partial_assistant};
 use crate::control::Method as _;
 use crate::control::methods::{
     MessageParams, Request, SteerParams, StopManyParams, Target, TargetParams, WaitParams, method,
 };
-use crate::core::{AgentPresence, ChildRef, ChildSnapshot, MessageMode, Millis, Reply};
+use crate::core::{AgentPresence, ChildRef, ChildSnapshot, MessageMode, Millis, Reply, Streaming};
 use crate::text::SafeText;
 
 /// The `w` wait bound.
@@ -280,7 +280,8 @@ pub(super) struct Wrapped {
 }
 
 impl Wrapped {
-    fn refresh(&mut self, lines: &[Line], width: usize, version: u64) {
+    /// `lines`, then `tail`, wrapped at `width` (rebuilt only when either changed).
+    fn refresh(&mut self, lines: &[Line], tail: &[Line], width: usize, version: u64) {
         if self.width == width && self.version == version {
             return;
         }
@@ -288,7 +289,7 @@ impl Wrapped {
         self.version = version;
         self.rows.clear();
         let mut buf = Vec::new();
-        for line in lines {
+        for line in lines.iter().chain(tail) {
             buf.clear();
             wrap(line.text.as_str(), width, &mut buf);
             self.rows.extend(buf.drain(..).map(|t| (line.kind, t)));
@@ -307,6 +308,50 @@ pub(super) struct TranscriptState {
     docs: Documents,
     error: Option<String>,
     version: u64,
+    /// The selection's assistant message while it streams: its text and its rows, shown
+    /// after the transcript's messages.
+    partial: Option<(String, Vec<Line>)>,
+    /// The streamed message ended: `partial` goes when a transcript fetched after that
+    /// arrives (it has the final message), so the thread never shows neither.
+    partial_ended: bool,
+    /// The fetch in flight was asked for after the streamed message ended.
+    partial_replaced: bool,
+}
+
+impl TranscriptState {
+    /// Follows the selected snapshot's streamed assistant text.
+    fn follow_stream(&mut self, snapshot: &ChildSnapshot) {
+        match (snapshot.streaming, snapshot.progress.as_deref()) {
+            (Some(Streaming::Assistant), Some(text)) => {
+                self.partial_ended = false;
+                self.partial_replaced = false;
+                if self.partial.as_ref().is_none_or(|(shown, _)| shown != text) {
+                    self.partial = Some((text.to_owned(), partial_assistant(text)));
+                    self.version += 1;
+                }
+            }
+            _ => {
+                if self.partial.is_some() {
+                    self.partial_ended = true;
+                }
+            }
+        }
+    }
+}
+
+/// `new` differs from `old` only in what streaming changes (`progress`, `activity`) while it
+/// still streams: the transcript (completed messages only) cannot have changed.
+fn stream_only_change(old: &ChildSnapshot, new: &ChildSnapshot) -> bool {
+    if new.streaming.is_none()
+        || old.streaming != new.streaming
+        || (old.progress == new.progress && old.activity == new.activity)
+    {
+        return false;
+    }
+    let mut masked = old.clone();
+    masked.progress.clone_from(&new.progress);
+    masked.activity.clone_from(&new.activity);
+    masked == *new
 }
 
 /// The Hub.
@@ -519,20 +564,13 @@ impl Hub {
                 }
                 self.roster.set_presence(agents);
                 self.loaded = true;
+                if let Some(e) = self.selected.and_then(|r| self.roster.get(r)) {
+                    self.transcript.follow_stream(&e.snapshot);
+                }
                 self.details_version += 1;
                 self.dirty = true;
             }
-            Msg::Registry { child, at } => {
-                self.now = self.now.max(at);
-                let r = child.child_ref();
-                self.roster.upsert(*child, at);
-                self.agents_stale = true;
-                if Some(r) == self.selected {
-                    self.transcript.stale = true;
-                    self.details_version += 1;
-                }
-                self.dirty = true;
-            }
+            Msg::Registry { child, at } => self.registry_changed(*child, at),
             Msg::Agents(agents) => {
                 self.agents_in_flight = false;
                 self.roster.set_presence(agents);
@@ -551,6 +589,9 @@ impl Hub {
                     self.transcript.in_flight = None;
                 }
                 if Some(target) == self.selected {
+                    if std::mem::take(&mut self.transcript.partial_replaced) {
+                        self.transcript.partial = None;
+                    }
                     match result {
                         Ok(messages) => {
                             self.transcript.docs = documents(&messages);
@@ -582,6 +623,29 @@ impl Hub {
         effects
     }
 
+    /// One registry change. A change of the selection refetches its transcript unless only
+    /// streamed output changed.
+    fn registry_changed(&mut self, child: ChildSnapshot, at: Millis) {
+        self.now = self.now.max(at);
+        let r = child.child_ref();
+        if Some(r) == self.selected {
+            let stream_only = self
+                .roster
+                .get(r)
+                .is_some_and(|e| stream_only_change(&e.snapshot, &child));
+            // Streamed text is shown from the snapshot; only other changes can
+            // change the transcript.
+            if !stream_only {
+                self.transcript.stale = true;
+            }
+            self.transcript.follow_stream(&child);
+            self.details_version += 1;
+        }
+        self.roster.upsert(child, at);
+        self.agents_stale = true;
+        self.dirty = true;
+    }
+
     /// After a batch of messages: rebuild the roster once, keep a selection, and ask for
     /// what the selection needs. The shell calls this once per drained batch.
     pub fn settle(&mut self) -> Vec<UiEffect> {
@@ -593,6 +657,9 @@ impl Hub {
         {
             self.transcript.stale = false;
             self.transcript.in_flight = Some(r);
+            if std::mem::take(&mut self.transcript.partial_ended) {
+                self.transcript.partial_replaced = true;
+            }
             effects.push(UiEffect::FetchTranscript(r));
         }
         if self.agents_stale && !self.agents_in_flight {
@@ -627,8 +694,12 @@ impl Hub {
         } else {
             (&[][..], &[][..])
         };
-        self.thread.refresh(thread, columns, v);
-        self.tools.refresh(tools, columns, v);
+        let partial = match &self.transcript.partial {
+            Some((_, rows)) if self.transcript_loaded() => &rows[..],
+            _ => &[][..],
+        };
+        self.thread.refresh(thread, partial, columns, v);
+        self.tools.refresh(tools, &[], columns, v);
         let lines = self
             .selected
             .and_then(|r| self.roster.get(r).map(|e| (r, e)))
@@ -649,7 +720,8 @@ impl Hub {
         // Details change with the clock (elapsed), so they are rebuilt every time; one
         // snapshot is cheap.
         self.details_version += 1;
-        self.details.refresh(&lines, columns, self.details_version);
+        self.details
+            .refresh(&lines, &[], columns, self.details_version);
     }
 
     pub(super) fn keep_selection_visible(&mut self) {
@@ -691,6 +763,12 @@ impl Hub {
         self.transcript.error = None;
         self.transcript.docs = Documents::default();
         self.transcript.loaded_for = None;
+        self.transcript.partial = None;
+        self.transcript.partial_ended = false;
+        self.transcript.partial_replaced = false;
+        if let Some(e) = r.and_then(|r| self.roster.get(r)) {
+            self.transcript.follow_stream(&e.snapshot);
+        }
         self.transcript.version += 1;
         self.details_version += 1;
         self.dirty = true;

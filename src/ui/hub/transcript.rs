@@ -189,6 +189,14 @@ fn result_lines(message: &Value, error: bool) -> Vec<Line> {
     out
 }
 
+/// The assistant message that is still streaming (the snapshot's `progress` while
+/// `streaming` is `assistant`), as it ends the thread until the final message replaces it.
+pub fn partial_assistant(text: &str) -> Vec<Line> {
+    let mut out = vec![Line::new(RowKind::Assistant, "▌ assistant · streaming")];
+    push_text(&mut out, RowKind::Body, text);
+    out
+}
+
 /// Builds the thread and tools documents from the messages of exactly one generation.
 pub fn documents(messages: &[Value]) -> Documents {
     let mut thread = Vec::new();

@@ -13,6 +13,8 @@
 //! | user `message_start` | `MessageDelivered` when its text equals a pending steer / follow-up (see below) |
 //! | assistant `message_end` | `AssistantMessage { text, usage }`, then `Activity(first non-blank line)` when there is text. `text` is the exact concatenation of the text blocks, except for an `aborted` message, whose partial text pi keeps (`"word0 "`) but which the contract publishes as an empty result. Usage is reported as given, zeros included (errors and aborts carry zero usage). |
 //! | `tool_execution_start` | `ToolStart { name }`, then `Activity("name summary")` when the arguments have a string to show (first line of `command`, `path`, …; see [`ArgsSummary`](super::protocol::ArgsSummary)) |
+//! | `message_update` with a `text_delta` | `TextDelta(delta)` (an empty delta, and every other update — thinking, tool-call arguments, `text_start`/`text_end` — maps to nothing). The coordinator coalesces them into `progress` (see `core::worker_events`). |
+//! | `tool_execution_update` | `ToolOutput { name, text }`: the partial result's text so far (not a delta); nothing while it is empty |
 //! | `tool_execution_end` | `ToolEnd { name, is_error }` |
 //! | `agent_settled` | [`Output::Settled`]; never `agent_end`, which ends each retry attempt |
 //! | `auto_retry_start` / `auto_retry_end` | `Retry(Some { attempt, maxAttempts, delayMs, rateLimited })` / `Retry(None)`; `rateLimited` when pi's `errorMessage` starts with the HTTP status `429` |
@@ -21,7 +23,7 @@
 //! | response to `get_state` | [`Output::SessionFile`] when `sessionFile` is present |
 //! | response to `get_session_stats` | [`Output::SessionStats`] |
 //! | any other failed response | [`Output::ResponseError`] (a refused prompt, `parse`, unknown command) |
-//! | anything else | nothing (`agent_start`, `turn_*`, `message_update`, `queue_update`, `entry_appended`, `compaction_*`, unknown types, …) |
+//! | anything else | nothing (`agent_start`, `turn_*`, other `message_update`s, `queue_update`, `entry_appended`, `compaction_*`, unknown types, …) |
 //!
 //! **Failure.** `Settled.error` is the `errorMessage` of the last assistant message of the
 //! prompt when its `stopReason` is `error`. pi has no other failure flag: after retries are
@@ -257,6 +259,20 @@ impl PiMapper {
                 out.extend(activity);
                 out
             }
+            Record::MessageUpdate(Some(delta)) if !delta.is_empty() => {
+                vec![event(WorkerEvent::TextDelta(delta.into_owned()))]
+            }
+            Record::ToolExecutionUpdate(update) => {
+                let text = update.text();
+                if text.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![event(WorkerEvent::ToolOutput {
+                        name: update.tool_name,
+                        text,
+                    })]
+                }
+            }
             Record::ToolExecutionEnd(tool) => vec![event(WorkerEvent::ToolEnd {
                 name: tool.tool_name,
                 is_error: tool.is_error,
@@ -300,8 +316,7 @@ impl PiMapper {
             | Record::AgentEnd
             | Record::TurnStart
             | Record::TurnEnd
-            | Record::MessageUpdate
-            | Record::ToolExecutionUpdate
+            | Record::MessageUpdate(_)
             | Record::QueueUpdate(_)
             | Record::Other(_) => Vec::new(),
         }

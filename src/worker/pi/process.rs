@@ -106,6 +106,15 @@ impl PiBackend {
         }
     }
 
+    /// A backend whose version gate already passed (`slate run` checks before admitting
+    /// anything): no second `pi --version` at the first launch.
+    pub fn with_version(pi: PiCommand, version: String) -> Self {
+        Self {
+            pi,
+            version: Arc::new(OnceCell::new_with(Some(Ok(version)))),
+        }
+    }
+
     /// `pi --version`, checked against the supported host (stable ≥ 1.5.2); fails closed.
     pub async fn check_version(pi: &PiCommand) -> Result<String, String> {
         let output = pi

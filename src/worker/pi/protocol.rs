@@ -19,9 +19,9 @@
 //!
 //! Response `data` is parsed lazily with [`Response::data`], only for the commands the
 //! mapper matched by `id` (a `get_messages` reply can be hundreds of kilobytes and is never
-//! needed). Fields Slate does not use (`agent_end.messages`, `message_update` deltas,
-//! `tool_execution_update` partial results, tool-call arguments inside messages, thinking
-//! text, image bytes, the system message's `sections`) are skipped, never copied.
+//! needed). Fields Slate does not use (`agent_end.messages`, `message_update` deltas other
+//! than `text_delta`, tool-call arguments inside messages, thinking text, image bytes, the
+//! system message's `sections`) are skipped, never copied.
 //!
 //! # Why not the `pi-codes` crate
 //!
@@ -148,12 +148,14 @@ pub enum Record<'a> {
     /// `message` (a copy of the assistant `message_end`) and `toolResults` are not read.
     TurnEnd,
     MessageStart(Message),
-    /// Streaming deltas; not read (`message_end` is authoritative).
-    MessageUpdate,
+    /// A streaming update of the assistant message: the text of a `text_delta`, else
+    /// `None` (other deltas, thinking, tool-call arguments and the rest are skipped).
+    /// `message_end` stays authoritative for the message's text.
+    MessageUpdate(Option<Cow<'a, str>>),
     MessageEnd(Message),
     ToolExecutionStart(ToolStart),
-    /// Partial tool output; not read.
-    ToolExecutionUpdate,
+    /// Partial output of a running tool (the output so far, not a delta).
+    ToolExecutionUpdate(ToolUpdate),
     ToolExecutionEnd(ToolEnd),
     QueueUpdate(QueueUpdate),
     AutoRetryStart(AutoRetryStart),
@@ -230,7 +232,12 @@ impl<'a> Record<'a> {
                     .map_err(shape)?
                     .message,
             ),
-            "message_update" => Record::MessageUpdate,
+            // A delta of an unexpected shape is no reason to lose the record's type.
+            "message_update" => Record::MessageUpdate(
+                serde_json::from_slice::<Update<'a>>(line)
+                    .ok()
+                    .and_then(Update::text_delta),
+            ),
             "message_end" => Record::MessageEnd(
                 serde_json::from_slice::<WithMessage>(line)
                     .map_err(shape)?
@@ -239,7 +246,9 @@ impl<'a> Record<'a> {
             "tool_execution_start" => {
                 Record::ToolExecutionStart(serde_json::from_slice(line).map_err(shape)?)
             }
-            "tool_execution_update" => Record::ToolExecutionUpdate,
+            "tool_execution_update" => {
+                Record::ToolExecutionUpdate(serde_json::from_slice(line).map_err(shape)?)
+            }
             "tool_execution_end" => {
                 Record::ToolExecutionEnd(serde_json::from_slice(line).map_err(shape)?)
             }
@@ -379,6 +388,31 @@ pub struct ContextUsageData {
     pub percent: Option<f64>,
 }
 
+/// `message_update`: only `assistantMessageEvent.{type, delta}` is read.
+#[derive(Deserialize)]
+struct Update<'a> {
+    #[serde(rename = "assistantMessageEvent", borrow)]
+    event: Option<AssistantEvent<'a>>,
+}
+
+#[derive(Deserialize)]
+struct AssistantEvent<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Scalar<'a>,
+    #[serde(borrow, default)]
+    delta: Scalar<'a>,
+}
+
+impl<'a> Update<'a> {
+    fn text_delta(self) -> Option<Cow<'a, str>> {
+        let event = self.event?;
+        match event.kind.into_str()?.as_ref() {
+            "text_delta" => event.delta.into_str(),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Deserialize)]
 struct Settled {
     #[serde(default)]
@@ -411,6 +445,36 @@ pub struct ToolEnd {
     pub tool_name: String,
     #[serde(default)]
     pub is_error: bool,
+}
+
+/// `tool_execution_update`: the tool's output so far (`partialResult.content` text blocks).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolUpdate {
+    #[serde(default)]
+    pub tool_call_id: String,
+    pub tool_name: String,
+    #[serde(default)]
+    pub partial_result: PartialResult,
+}
+
+/// `partialResult` of a tool update: its content blocks (images and the rest are skipped).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct PartialResult {
+    #[serde(default)]
+    pub content: Content,
+}
+
+impl ToolUpdate {
+    /// The text blocks of the partial result, concatenated.
+    pub fn text(&self) -> String {
+        self.partial_result
+            .content
+            .0
+            .iter()
+            .filter_map(ContentBlock::text)
+            .collect()
+    }
 }
 
 /// `queue_update`: the whole queue each time.
