@@ -183,7 +183,9 @@ pub fn to_string_pretty<T: ?Sized + Serialize>(value: &T) -> serde_json::Result<
 pub fn to_raw_value<T: ?Sized + Serialize>(value: &T) -> serde_json::Result<Box<RawValue>> {
     let plain = serde_json::value::to_raw_value(value)?;
     let text = plain.get();
-    if text.bytes().all(|b| b < 0x7f) || !text.chars().any(needs_escape) {
+    // `is_ascii` and `memchr` scan a word at a time; the char walk runs only for non-ASCII.
+    let plain_ascii = text.is_ascii() && memchr::memchr(0x7f, text.as_bytes()).is_none();
+    if plain_ascii || !text.chars().any(needs_escape) {
         return Ok(plain);
     }
     RawValue::from_string(to_string(value)?)
