@@ -176,9 +176,9 @@ pub fn to_string_pretty<T: ?Sized + Serialize>(value: &T) -> serde_json::Result<
 /// later, so it must be escaped when it is made).
 ///
 /// `RawValue::from_string` parses its text again to validate it, which for a 394 KB status
-/// answer costs as much as writing it. serde_json's own `to_raw_value` skips that check but
+/// answer costs as much as writing it. `serde_json`'s own `to_raw_value` skips that check but
 /// writes C1/DEL/bidi raw, so it is used only when its text holds none of them (such a
-/// character can only stand inside a string, where serde_json already escaped C0); otherwise
+/// character can only stand inside a string, where `serde_json` already escaped C0); otherwise
 /// the escaping writer runs and its text is validated once.
 pub fn to_raw_value<T: ?Sized + Serialize>(value: &T) -> serde_json::Result<Box<RawValue>> {
     let plain = serde_json::value::to_raw_value(value)?;
