@@ -4,24 +4,22 @@
 
 #![allow(clippy::unwrap_used, reason = "test fixtures fail loudly")]
 
+#[path = "support/service_fixture.rs"]
+mod service_fixture;
+use service_fixture::{loaded, models};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use slate::config::Loaded;
 use slate::control::protocol::{MAX_REQUEST_LINE, codes};
 use slate::control::service::Service;
 use slate::control::{Client, ClientError, Handler, Metadata, Server, ServerConfig};
-use slate::core::ModelSelection;
 use slate::core::bounds::ASSIGNMENT_BYTES;
 use slate::policy::capabilities::pi_offered_tools;
-use slate::policy::model::ModelContext;
-use slate::policy::profiles::{ConfigFile, resolve};
 use slate::policy::scheduling::SchedulingPolicy;
 use slate::runtime::{RuntimeConfig, RuntimeHandle, spawn};
 use slate::sim::{Script, Step};
-use slate::store::fs::RealFs;
 use slate::worker::sim::{ScriptBook, SimBackend};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
@@ -65,45 +63,6 @@ fn book(think_ms: u64) -> ScriptBook {
             ],
         },
         resumed: None,
-    }
-}
-
-fn loaded(cwd: &Path, agent_dir: &Path) -> Loaded {
-    let file = |path: PathBuf| path.display().to_string();
-    let operator = file(agent_dir.join("delegation.json"));
-    let project = file(cwd.join(".pi").join("delegation.json"));
-    let profiles = resolve(
-        ConfigFile {
-            path: &operator,
-            text: None,
-        },
-        ConfigFile {
-            path: &project,
-            text: None,
-        },
-        false,
-        &RealFs,
-    )
-    .unwrap();
-    Loaded {
-        cwd: cwd.to_owned(),
-        agent_dir: agent_dir.to_owned(),
-        trust: None,
-        profiles,
-    }
-}
-
-fn models() -> ModelContext {
-    let parent = ModelSelection {
-        provider: "fake".into(),
-        id: "model".into(),
-        effort: None,
-    };
-    ModelContext {
-        known_providers: std::iter::once(parent.provider.clone()).collect(),
-        parent,
-        operator_grants: Vec::new(),
-        parent_allowlist: None,
     }
 }
 

@@ -5,6 +5,9 @@
 
 #![allow(clippy::unwrap_used, reason = "test fixtures fail loudly")]
 
+#[path = "support/service_fixture.rs"]
+mod service_fixture;
+use service_fixture::models;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -15,10 +18,8 @@ use serde_json::{Value, json};
 use slate::config::Loaded;
 use slate::control::service::Service;
 use slate::control::{Client, ClientError, ControlError, Handler, Metadata, Server, ServerConfig};
-use slate::core::{ChildRef, ModelSelection, WorkerStart};
+use slate::core::{ChildRef, WorkerStart};
 use slate::policy::capabilities::pi_offered_tools;
-use slate::policy::model::ModelContext;
-use slate::policy::profiles::{ConfigFile, resolve};
 use slate::policy::scheduling::SchedulingPolicy;
 use slate::runtime::backend::EventSink;
 use slate::runtime::{
@@ -26,7 +27,6 @@ use slate::runtime::{
     WorkerDirs, WorkerIdentity, spawn,
 };
 use slate::sim::{Script, Step};
-use slate::store::fs::RealFs;
 use slate::worker::sim::{BookEntry, ScriptBook, SimBackend};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -103,46 +103,6 @@ fn book() -> ScriptBook {
         }],
         default: answer(60_000),
         resumed: None,
-    }
-}
-
-/// The bundled profiles plus an operator grant of every coordination action to scouts.
-fn loaded(cwd: &Path, agent_dir: &Path) -> Loaded {
-    let operator = agent_dir.join("delegation.json").display().to_string();
-    let project = cwd.join(".pi/delegation.json").display().to_string();
-    let text = r#"{"scout": {"coordination": ["message", "inbox", "wait"]}}"#;
-    let profiles = resolve(
-        ConfigFile {
-            path: &operator,
-            text: Some(text),
-        },
-        ConfigFile {
-            path: &project,
-            text: None,
-        },
-        false,
-        &RealFs,
-    )
-    .unwrap();
-    Loaded {
-        cwd: cwd.to_owned(),
-        agent_dir: agent_dir.to_owned(),
-        trust: None,
-        profiles,
-    }
-}
-
-fn models() -> ModelContext {
-    let parent = ModelSelection {
-        provider: "fake".into(),
-        id: "model".into(),
-        effort: None,
-    };
-    ModelContext {
-        known_providers: std::iter::once(parent.provider.clone()).collect(),
-        parent,
-        operator_grants: Vec::new(),
-        parent_allowlist: None,
     }
 }
 
@@ -711,4 +671,10 @@ async fn a_process_in_a_workers_tree_is_that_worker_never_the_operator() {
     );
     let (base, _) = f.finish().await;
     let _ = std::fs::remove_dir_all(base);
+}
+
+/// Scouts granted the child coordination actions.
+fn loaded(cwd: &Path, agent_dir: &Path) -> Loaded {
+    let text = r#"{"scout": {"coordination": ["message", "inbox", "wait"]}}"#;
+    service_fixture::loaded_with(cwd, agent_dir, Some(text))
 }

@@ -5,25 +5,23 @@
 
 #![allow(clippy::unwrap_used, reason = "test fixtures fail loudly")]
 
-use std::path::{Path, PathBuf};
+#[path = "support/service_fixture.rs"]
+mod service_fixture;
+use service_fixture::{loaded, models};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use slate::config::Loaded;
 use slate::control::protocol::Payload;
 use slate::control::server::{Handler, Session};
 use slate::control::service::Service;
 use slate::control::session_routing::SessionRouting;
-use slate::core::ModelSelection;
 use slate::policy::capabilities::pi_offered_tools;
-use slate::policy::model::ModelContext;
-use slate::policy::profiles::{ConfigFile, resolve as resolve_profiles};
 use slate::policy::routing::{ProjectFile, SlateFile, resolve};
 use slate::policy::scheduling::SchedulingPolicy;
 use slate::runtime::{RuntimeConfig, spawn};
 use slate::sim::{Script, Step};
-use slate::store::fs::RealFs;
 use slate::worker::sim::{ScriptBook, SimBackend};
 
 const DUO: &str = r#"{"router": {"models": {"include": [], "add": [{
@@ -56,42 +54,6 @@ fn base(name: &str) -> PathBuf {
         std::fs::create_dir_all(base.join(dir)).unwrap();
     }
     std::fs::canonicalize(base).unwrap()
-}
-
-fn loaded(cwd: &Path, agent_dir: &Path) -> Loaded {
-    let profiles = resolve_profiles(
-        ConfigFile {
-            path: "/agent/delegation.json",
-            text: None,
-        },
-        ConfigFile {
-            path: "/p/.pi/delegation.json",
-            text: None,
-        },
-        false,
-        &RealFs,
-    )
-    .unwrap();
-    Loaded {
-        cwd: cwd.to_owned(),
-        agent_dir: agent_dir.to_owned(),
-        trust: None,
-        profiles,
-    }
-}
-
-fn models() -> ModelContext {
-    let parent = ModelSelection {
-        provider: "fake".into(),
-        id: "model".into(),
-        effort: None,
-    };
-    ModelContext {
-        known_providers: std::iter::once(parent.provider.clone()).collect(),
-        parent,
-        operator_grants: Vec::new(),
-        parent_allowlist: None,
-    }
 }
 
 async fn call(service: &Service, method: &str, params: Value) -> Result<Value, String> {

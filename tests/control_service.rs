@@ -6,6 +6,9 @@
 
 #![allow(clippy::unwrap_used, reason = "test fixtures fail loudly")]
 
+#[path = "support/service_fixture.rs"]
+mod service_fixture;
+use service_fixture::{loaded, models};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,17 +19,12 @@ mod protocol_schema;
 
 use protocol_schema::ProtocolSchema;
 use serde_json::{Value, json};
-use slate::config::Loaded;
 use slate::control::service::Service;
 use slate::control::{Client, ClientError, ControlError, Handler, Metadata, Server, ServerConfig};
-use slate::core::ModelSelection;
 use slate::policy::capabilities::pi_offered_tools;
-use slate::policy::model::ModelContext;
-use slate::policy::profiles::{ConfigFile, resolve};
 use slate::policy::scheduling::SchedulingPolicy;
 use slate::runtime::{RuntimeConfig, RuntimeHandle, RuntimeReport, spawn};
 use slate::sim::{Script, Step};
-use slate::store::fs::RealFs;
 use slate::worker::sim::{ScriptBook, SimBackend};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
@@ -72,49 +70,6 @@ fn book() -> ScriptBook {
             ],
         },
         resumed: None,
-    }
-}
-
-/// The bundled profiles with no operator or project file, for `cwd`.
-fn loaded(cwd: &Path, agent_dir: &Path) -> Loaded {
-    let operator = agent_dir.join("delegation.json").display().to_string();
-    let project = cwd
-        .join(".pi")
-        .join("delegation.json")
-        .display()
-        .to_string();
-    let profiles = resolve(
-        ConfigFile {
-            path: &operator,
-            text: None,
-        },
-        ConfigFile {
-            path: &project,
-            text: None,
-        },
-        false,
-        &RealFs,
-    )
-    .unwrap();
-    Loaded {
-        cwd: cwd.to_owned(),
-        agent_dir: agent_dir.to_owned(),
-        trust: None,
-        profiles,
-    }
-}
-
-fn models() -> ModelContext {
-    let parent = ModelSelection {
-        provider: "fake".into(),
-        id: "model".into(),
-        effort: None,
-    };
-    ModelContext {
-        known_providers: std::iter::once(parent.provider.clone()).collect(),
-        parent,
-        operator_grants: Vec::new(),
-        parent_allowlist: None,
     }
 }
 

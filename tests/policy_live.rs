@@ -7,6 +7,9 @@
 
 #![allow(clippy::unwrap_used, reason = "test fixtures fail loudly")]
 
+#[path = "support/service_fixture.rs"]
+mod service_fixture;
+use service_fixture::models;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,9 +18,7 @@ use serde_json::{Value, json};
 use slate::config::live::LivePolicy;
 use slate::control::service::Service;
 use slate::control::{Client, ClientError, ControlError, Handler, Metadata, Server, ServerConfig};
-use slate::core::ModelSelection;
 use slate::policy::capabilities::pi_offered_tools;
-use slate::policy::model::ModelContext;
 use slate::runtime::{RuntimeConfig, RuntimeHandle, RuntimeReport, spawn_watching};
 use slate::sim::{Script, Step};
 use slate::worker::sim::{BookEntry, ScriptBook, SimBackend};
@@ -81,20 +82,6 @@ fn book() -> ScriptBook {
             setup_error: None,
             steps: vec![request(10)],
         }),
-    }
-}
-
-fn models() -> ModelContext {
-    let parent = ModelSelection {
-        provider: "fake".into(),
-        id: "model".into(),
-        effort: None,
-    };
-    ModelContext {
-        known_providers: std::iter::once(parent.provider.clone()).collect(),
-        parent,
-        operator_grants: Vec::new(),
-        parent_allowlist: None,
     }
 }
 
