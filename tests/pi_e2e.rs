@@ -378,6 +378,14 @@ async fn status_shows_the_streamed_text_before_the_message_ends() {
     assert_eq!(done.progress.as_deref(), Some(text.as_str()));
     assert_eq!(done.result.as_deref(), Some(text.trim()));
     rt.shutdown().await.unwrap();
+    // The event log keeps state, not the stream: no growing-output change of a running
+    // generation is written, and the final text is.
+    let log = std::fs::read_to_string(env.delegation.join("events.jsonl")).unwrap();
+    assert!(
+        !log.contains("\"streaming\""),
+        "streamed changes were logged"
+    );
+    assert!(log.contains("word11"), "the final text is in the log");
     join.await.unwrap();
 }
 

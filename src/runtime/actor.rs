@@ -430,7 +430,13 @@ impl Actor {
             child: snapshot,
             event: None,
         };
-        if let Some(log) = self.event_log.as_mut()
+        // The event log is evidence of state, not a stream recorder: a running generation's
+        // growing output (up to ten changes a second, 4 KiB each) is left out, and the change
+        // that ends the stream (cleared `streaming`, final `progress`) is written.
+        let streaming_only =
+            event.child.streaming.is_some() && event.child.status == crate::core::Status::Running;
+        if !streaming_only
+            && let Some(log) = self.event_log.as_mut()
             && log.append(&event).is_err()
         {
             self.report.event_log_errors += 1;
