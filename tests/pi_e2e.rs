@@ -10,6 +10,8 @@
 mod fake_llm;
 #[path = "support/pi_env.rs"]
 mod pi_env;
+#[path = "support/pi_runtime.rs"]
+mod pi_runtime;
 
 use std::ffi::OsString;
 use std::os::unix::fs::PermissionsExt;
@@ -19,112 +21,14 @@ use std::time::Duration;
 
 use fake_llm::FakeLlm;
 use pi_env::PiSandbox;
+use pi_runtime::{Env, OUTCOME_TIMEOUT, admitted, run_one, serve_pi, wait_status};
 use slate::core::{
-    ChildRef, ChildSnapshot, Input, LimitOverrides, LimitReason, ModelSelection, Party, Reply,
-    Role, Status, TaskSpec, WaitResult,
+    Input, LimitOverrides, LimitReason, Party, Reply, Role, Status, TaskSpec, WaitResult,
 };
 use slate::policy::scheduling::SchedulingPolicy;
 use slate::runtime::{RuntimeConfig, RuntimeEvent, RuntimeHandle, RuntimeReport, spawn};
 use slate::store::event_log::read_history;
 use slate::worker::pi::{PiBackend, PiCommand};
-
-const OUTCOME_TIMEOUT: Duration = Duration::from_secs(120);
-
-struct Env {
-    fake: FakeLlm,
-    sandbox: PiSandbox,
-    pi: PiCommand,
-    delegation: PathBuf,
-}
-
-impl Env {
-    /// Real pi with its fake server and a private agent dir; `None` when pi is absent.
-    fn real(test: &str) -> Option<Self> {
-        let located = pi_env::pi_or_skip(test)?;
-        let fake = FakeLlm::start().unwrap();
-        let sandbox = PiSandbox::new(test, &fake.base_url()).unwrap();
-        let std_command = sandbox.command(&located, &[] as &[&str]);
-        let pi = PiCommand {
-            program: std_command.get_program().to_owned(),
-            leading: std_command.get_args().map(ToOwned::to_owned).collect(),
-            env: std_command
-                .get_envs()
-                .filter_map(|(k, v)| v.map(|v| (k.to_owned(), v.to_owned())))
-                .collect(),
-        };
-        let delegation = sandbox.root().join("delegation");
-        Some(Self {
-            fake,
-            sandbox,
-            pi,
-            delegation,
-        })
-    }
-
-    fn start(&self, concurrency: u32) -> (RuntimeHandle, tokio::task::JoinHandle<RuntimeReport>) {
-        let config = RuntimeConfig {
-            root_id: uuid::Uuid::new_v4(),
-            policy: SchedulingPolicy {
-                concurrency,
-                ..SchedulingPolicy::default()
-            },
-            id_seed: 11,
-            delegation_dir: self.delegation.clone(),
-            event_log: true,
-            kill_grace: Duration::from_secs(10),
-        };
-        spawn(config, Arc::new(PiBackend::new(self.pi.clone()))).unwrap()
-    }
-
-    fn task(&self, assignment: &str, role: Role) -> TaskSpec {
-        let mut t = TaskSpec::new(assignment, role, self.sandbox.work.display().to_string());
-        t.model = Some(ModelSelection {
-            provider: "fake".into(),
-            id: "fake-model".into(),
-            effort: None,
-        });
-        t
-    }
-
-    fn leftovers(&self) -> Vec<u32> {
-        self.sandbox.leftover_processes()
-    }
-}
-
-async fn run_one(env: &Env, task: TaskSpec) -> ChildSnapshot {
-    let (rt, join) = env.start(2);
-    let fg = rt.delegate(Party::Root, vec![task]).await.unwrap().unwrap();
-    let outcome = tokio::time::timeout(OUTCOME_TIMEOUT, fg.outcome)
-        .await
-        .unwrap()
-        .unwrap();
-    rt.shutdown().await.unwrap();
-    join.await.unwrap();
-    outcome.outcomes[0].clone()
-}
-
-fn admitted(reply: &Reply) -> Vec<ChildRef> {
-    match reply {
-        Reply::Admitted { children, .. } => children.iter().map(ChildSnapshot::child_ref).collect(),
-        other => panic!("not admitted: {other:?}"),
-    }
-}
-
-async fn wait_status(rt: &RuntimeHandle, r: ChildRef, want: Status) {
-    let deadline = tokio::time::Instant::now() + OUTCOME_TIMEOUT;
-    while tokio::time::Instant::now() < deadline {
-        if rt
-            .snapshot(r)
-            .await
-            .unwrap()
-            .is_some_and(|s| s.status == want)
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("{r} never reached {want}");
-}
 
 #[tokio::test]
 async fn a_text_task_settles_with_result_txt_and_pis_usage_and_cost() {
@@ -659,7 +563,11 @@ fn fake_runtime(
         event_log: true,
         kill_grace: grace,
     };
-    spawn(config, Arc::new(PiBackend::new(pi))).unwrap()
+    let (rt, join) = spawn(config, Arc::new(PiBackend::new(pi))).unwrap();
+    // The stand-in scripts never load Slate's extension or call the coordinator; the backend
+    // only needs a socket to tell them (a real pi worker without one fails at setup).
+    rt.actors().set_socket(&dir.join("unserved.sock"));
+    (rt, join)
 }
 
 const ASSISTANT_START: &str = r#"{"type":"message_start","message":{"role":"assistant","content":[],"usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{"total":0}},"stopReason":"pending"}}"#;
@@ -1094,78 +1002,6 @@ async fn logical_recovery_stops_visibly_on_an_ineligible_failure() {
 
 /// The real control service and server for `rt` on a short temp socket (Unix socket paths are
 /// limited to about 107 bytes), with the bundled profiles for `work`.
-fn serve_pi(
-    env: &Env,
-    rt: &RuntimeHandle,
-    root_id: uuid::Uuid,
-    work: &Path,
-) -> (
-    PathBuf,
-    tokio::task::JoinHandle<()>,
-    tokio::sync::oneshot::Sender<()>,
-) {
-    use slate::control::service::Service;
-    use slate::control::{Handler, Metadata, Server, ServerConfig};
-    use slate::policy::profiles::{ConfigFile, resolve};
-
-    let agent = env.sandbox.root().join("agent");
-    let operator_file = agent.join("delegation.json").display().to_string();
-    let project_file = work.join(".pi/delegation.json").display().to_string();
-    let profiles = resolve(
-        ConfigFile {
-            path: &operator_file,
-            text: None,
-        },
-        ConfigFile {
-            path: &project_file,
-            text: None,
-        },
-        false,
-        &slate::store::fs::RealFs,
-    )
-    .unwrap();
-    let loaded = slate::config::Loaded {
-        cwd: work.to_owned(),
-        agent_dir: agent,
-        trust: None,
-        profiles,
-    };
-    let parent = ModelSelection {
-        provider: "fake".into(),
-        id: "fake-model".into(),
-        effort: None,
-    };
-    let models = slate::policy::model::ModelContext {
-        known_providers: std::iter::once(parent.provider.clone()).collect(),
-        parent,
-        operator_grants: Vec::new(),
-        parent_allowlist: None,
-    };
-    let service: Arc<dyn Handler> = Arc::new(Service::new(
-        rt.clone(),
-        loaded,
-        models,
-        slate::policy::capabilities::pi_offered_tools(),
-    ));
-    let run = std::env::temp_dir().join(format!("slate-pe-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&run);
-    let socket = run.join("c.sock");
-    let metadata = Metadata {
-        pid: std::process::id(),
-        cwd: work.to_owned(),
-        parent_id: root_id,
-        started_at: slate::runtime::now_ms(),
-        version: env!("CARGO_PKG_VERSION").to_owned(),
-        socket: PathBuf::new(),
-    };
-    let server = Server::bind(&socket, metadata, ServerConfig::default()).unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(server.run(service, async move {
-        let _ = stopped.await;
-    }));
-    (socket, server, stop)
-}
-
 /// Issue 11, "nothing escapes through the shell": a real pi worker with `spawns: 0` runs
 /// `slate delegate` in its bash tool. The CLI finds the coordinator through the worker's
 /// `SLATE_SOCKET`, presents no capability, and is recognised by its process ancestry as that

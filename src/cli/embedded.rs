@@ -14,6 +14,8 @@ use crate::cli::profiles::report_problems;
 use crate::config::Loaded;
 use crate::config::live::LivePolicy;
 use crate::config::routing::load_routing;
+use crate::control::Server;
+use crate::control::service::Service;
 use crate::control::session_routing::SessionRouting;
 use crate::core::ModelSelection;
 use crate::policy::capabilities::{OfferedTool, pi_offered_tools};
@@ -219,5 +221,52 @@ fn root_model(loaded: &Loaded, flag: Option<&str>) -> Result<ModelSelection, Pro
                 settings_path.display()
             ),
         )),
+    }
+}
+
+/// The coordinator's control socket served in the background, for the commands that do not
+/// serve it themselves (`slate run`): a pi worker's extension asks the coordinator before
+/// every model request and tool, and presents its capability there. It also lets
+/// `slate status`, `subagent-status` and the Hub see the run while it lasts.
+pub struct BackgroundControl {
+    socket: PathBuf,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl BackgroundControl {
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// Stop accepting, answer what is in flight, remove the socket.
+    pub async fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.task.await;
+    }
+}
+
+impl Embedded {
+    /// Bind this coordinator's socket and serve it until [`BackgroundControl::stop`]. Workers
+    /// dispatched after this returns are told the socket (it is set before the first accept,
+    /// not when the server task first runs).
+    pub fn serve_in_background(&self) -> Result<BackgroundControl, String> {
+        let server = Server::bind_coordinator(self.root_id, self.loaded.cwd.clone())?;
+        let service = Arc::new(
+            Service::new(
+                self.rt.clone(),
+                Arc::clone(&self.policy),
+                self.models.clone(),
+                self.offered.clone(),
+            )
+            .with_routing(Arc::clone(&self.routing)),
+        );
+        let socket = server.socket().to_owned();
+        self.rt.actors().set_socket(&socket);
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(server.run(service, async move {
+            let _ = stopped.await;
+        }));
+        Ok(BackgroundControl { socket, stop, task })
     }
 }

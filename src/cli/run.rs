@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use tokio::signal::unix::{SignalKind, signal};
 
-use crate::cli::embedded::{EmbedArgs, Embedded, rt_shutdown};
+use crate::cli::embedded::{Backend, EmbedArgs, Embedded, rt_shutdown};
 use crate::cli::profiles::report_problems;
 use crate::cli::{ExitCode, Printer};
 use crate::core::{ChildSnapshot, Party, Refusal, Status};
@@ -83,6 +83,22 @@ async fn run_async(printer: &Printer, args: &RunArgs) -> ExitCode {
         }
     };
 
+    // pi workers cannot run without it (their extension guards every request and tool);
+    // the simulated workers only lose outside observation.
+    let control = match embedded.serve_in_background() {
+        Ok(control) => Some(control),
+        Err(e) if args.embed.backend == Backend::Pi => {
+            printer.error(&e);
+            let _ = rt_shutdown(&embedded).await;
+            return ExitCode::Usage;
+        }
+        Err(e) => {
+            printer.err_line(&format!(
+                "slate run: not observable from other commands: {e}"
+            ));
+            None
+        }
+    };
     let Embedded {
         rt,
         join,
@@ -97,21 +113,31 @@ async fn run_async(printer: &Printer, args: &RunArgs) -> ExitCode {
             refused(printer, &refusal);
             let _ = rt.shutdown().await;
             let _ = join.await;
+            if let Some(control) = control {
+                control.stop().await;
+            }
             return ExitCode::Refused;
         }
         Err(e) => {
             printer.error(&e.to_string());
+            if let Some(control) = control {
+                control.stop().await;
+            }
             return ExitCode::Usage;
         }
     };
     if !printer.json() {
         printer.err_line(&format!(
-            "slate run: parent {root_id}, {} task(s); events in {}",
+            "slate run: parent {root_id}, {} task(s); events in {}{}",
             match &fg.admitted {
                 crate::core::Reply::Admitted { children, .. } => children.len(),
                 _ => 0,
             },
-            delegation_dir.join("events.jsonl").display()
+            delegation_dir.join("events.jsonl").display(),
+            control
+                .as_ref()
+                .map(|c| format!("; socket {}", c.socket().display()))
+                .unwrap_or_default()
         ));
     }
     let mut outcome = fg.outcome;
@@ -140,6 +166,9 @@ async fn run_async(printer: &Printer, args: &RunArgs) -> ExitCode {
     }
     let _ = rt.shutdown().await;
     let report = join.await.unwrap_or_default();
+    if let Some(control) = control {
+        control.stop().await;
+    }
     let Some(outcome) = result else {
         if !printer.json() {
             printer.err_line(&format!(

@@ -42,9 +42,9 @@ pub struct WorkerDirs {
 }
 
 /// What makes one worker process that generation's actor on the control socket: its secret
-/// capability and the socket to present it on, both for the worker's environment only
-/// ([`WORKER_CAPABILITY_ENV`], [`WORKER_SOCKET_ENV`]), and where to report the process id
-/// (a process descending from it then speaks as this generation). `Debug` is redacted.
+/// capability (handed over on a pipe, [`WorkerIdentity::capability_pipe`]), the socket to
+/// present it on ([`WORKER_SOCKET_ENV`]), and where to report the process id (a process
+/// descending from it then speaks as this generation). `Debug` is redacted.
 #[derive(Clone, Debug)]
 pub struct WorkerIdentity {
     child: ChildRef,
@@ -53,8 +53,18 @@ pub struct WorkerIdentity {
     registry: ActorRegistry,
 }
 
-/// The worker's capability, in its environment only (never on a command line or in a file).
-pub const WORKER_CAPABILITY_ENV: &str = "SLATE_CAPABILITY";
+/// Names the file descriptor on which a worker process finds its capability
+/// ([`CAPABILITY_FD`]).
+///
+/// Why a descriptor and not an environment variable: a process's initial environment stays
+/// readable in `/proc/<pid>/environ` by every process of the same user for the process's
+/// whole life, whatever the process later removes from its own environment, so anything the
+/// model runs in `bash` could read it. A pipe is read once by Slate's extension at load
+/// (before any tool can run) and closed: nothing started later inherits it, and nothing is
+/// left to read. Never on a command line, in a file or a log either.
+pub const WORKER_CAPABILITY_FD_ENV: &str = "SLATE_CAPABILITY_FD";
+/// The descriptor number of the capability pipe in the worker process.
+pub const CAPABILITY_FD: i32 = 3;
 /// The coordinator's control socket, in the worker's environment.
 pub const WORKER_SOCKET_ENV: &str = "SLATE_SOCKET";
 
@@ -76,14 +86,25 @@ impl WorkerIdentity {
         self.socket.as_deref()
     }
 
-    /// The environment a worker process gets: the capability, and the socket when one is
-    /// bound.
+    /// The environment a worker process gets: where its capability is
+    /// ([`WORKER_CAPABILITY_FD_ENV`]), and the socket when one is bound. The capability itself
+    /// is never in the environment.
     pub fn environment(&self) -> Vec<(&'static str, std::ffi::OsString)> {
-        let mut env = vec![(WORKER_CAPABILITY_ENV, self.capability.expose().into())];
+        let mut env = vec![(WORKER_CAPABILITY_FD_ENV, CAPABILITY_FD.to_string().into())];
         if let Some(socket) = &self.socket {
             env.push((WORKER_SOCKET_ENV, socket.clone().into_os_string()));
         }
         env
+    }
+
+    /// The read end of a pipe that holds the capability and then ends (the write end is
+    /// closed here): to become [`CAPABILITY_FD`] of the worker process. Close-on-exec in this
+    /// process, so no other child inherits it. 64 bytes fit the pipe buffer: never blocks.
+    pub fn capability_pipe(&self) -> std::io::Result<std::os::fd::OwnedFd> {
+        use std::io::Write as _;
+        let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+        std::fs::File::from(write).write_all(self.capability.expose().as_bytes())?;
+        Ok(read)
     }
 
     /// The worker process exists as `pid`: it and its descendants are this generation.

@@ -2,6 +2,7 @@
 
 use std::ffi::OsString;
 use std::fmt::Write as _;
+use std::path::Path;
 
 use crate::core::WorkerStart;
 use crate::runtime::backend::WorkerDirs;
@@ -25,8 +26,7 @@ pub fn system_prompt(start: &WorkerStart) -> String {
         start.child, spec.profile, start.depth, start.parent
     );
     let _ = writeln!(prompt, "Your workspace is {}.", spec.cwd);
-    let tools: Vec<&str> = spec.tools.iter().map(|t| t.as_str()).collect();
-    let _ = writeln!(prompt, "Your tools: {}.", tools.join(", "));
+    let _ = writeln!(prompt, "Your tools: {}.", tool_names(start).join(", "));
     if !spec.skills.is_empty() {
         let _ = writeln!(
             prompt,
@@ -39,8 +39,35 @@ pub fn system_prompt(start: &WorkerStart) -> String {
     prompt
 }
 
-/// Arguments after the pi command itself.
-pub fn arguments(start: &WorkerStart, dirs: &WorkerDirs) -> Vec<OsString> {
+/// The worker's tools: its effective builtins in role order, then the child-local tools of
+/// Slate's extension it is granted. `--tools` is pi's hard ceiling for extension tools too
+/// (`shared/pi/EXTENSION.md`): the extension registers all of them, and only the ones named
+/// here exist for the model.
+pub fn tool_names(start: &WorkerStart) -> Vec<&'static str> {
+    let spec = &start.spec;
+    let mut tools: Vec<&'static str> = spec.tools.iter().map(|t| t.as_str()).collect();
+    if spec.result_schema.is_some() {
+        tools.push(SUBMIT_RESULT);
+    }
+    if !spec.spawn.is_empty() {
+        tools.push(DELEGATE_TASK);
+    }
+    if !spec.coordination.is_empty() {
+        tools.push(DELEGATE_COORDINATE);
+    }
+    tools
+}
+
+/// `submit_result`: granted to a task with a `resultSchema`.
+pub const SUBMIT_RESULT: &str = "submit_result";
+/// `delegate_task`: granted to a task with spawn role grants.
+pub const DELEGATE_TASK: &str = "delegate_task";
+/// `delegate_coordinate`: granted to a task with coordination actions.
+pub const DELEGATE_COORDINATE: &str = "delegate_coordinate";
+
+/// Arguments after the pi command itself; `extension` is the absolute path of Slate's
+/// extension entry file.
+pub fn arguments(start: &WorkerStart, dirs: &WorkerDirs, extension: &Path) -> Vec<OsString> {
     let spec = &start.spec;
     let mut args: Vec<OsString> = vec!["--mode".into(), "rpc".into()];
     if let Some(model) = &spec.model {
@@ -53,12 +80,15 @@ pub fn arguments(start: &WorkerStart, dirs: &WorkerDirs) -> Vec<OsString> {
     }
     args.push("--system-prompt".into());
     args.push(system_prompt(start).into());
-    let tools: Vec<&str> = spec.tools.iter().map(|t| t.as_str()).collect();
     args.push("--tools".into());
-    args.push(tools.join(",").into());
+    args.push(tool_names(start).join(",").into());
+    // No discovered, settings-listed or built-in extension, no MCP: only Slate's own,
+    // loaded by absolute path (pi resolves `-e` against its cwd).
     for flag in ["-ne", "--no-mcp", "-ns", "-np", "--no-themes", "-nc"] {
         args.push(flag.into());
     }
+    args.push("-e".into());
+    args.push(extension.as_os_str().to_owned());
     args.push("--session-dir".into());
     args.push(dirs.transcripts.clone().into_os_string());
     if start.resume_session {

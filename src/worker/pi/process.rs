@@ -16,10 +16,12 @@
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
+use std::path::Path;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
+use command_fds::{CommandFdExt as _, FdMapping};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use serde_json::json;
@@ -30,9 +32,10 @@ use tokio::sync::{OnceCell, mpsc};
 use crate::core::{ChildRef, MessageMode, WorkerEvent, WorkerStart};
 use crate::policy::version::parse_pi_version_output;
 use crate::runtime::backend::{
-    EventSink, WorkerBackend, WorkerCommand, WorkerDirs, WorkerIdentity,
+    CAPABILITY_FD, EventSink, WorkerBackend, WorkerCommand, WorkerDirs, WorkerIdentity,
 };
 use crate::worker::pi::args::{arguments, is_slate_variable};
+use crate::worker::pi::extension::installed_extension;
 use crate::worker::pi::mapper::{Output, PiMapper, Sent};
 use crate::worker::pi::recovery::{CONTINUATION, RouteRecovery, Step};
 
@@ -169,19 +172,27 @@ impl WorkerBackend for PiBackend {
     }
 }
 
-/// pi with the generation's identity in its environment (after Slate's own variables were
-/// removed): the capability and the socket reach this process and what it starts, never its
-/// command line, a file or a log.
+/// pi with Slate's extension and the generation's identity: the capability on descriptor
+/// [`CAPABILITY_FD`] (read and closed by the extension at load), the socket in the
+/// environment (after Slate's own variables were removed). The capability never reaches a
+/// command line, the environment, a file or a log.
 fn spawn_pi(
     pi: &PiCommand,
     start: &WorkerStart,
     dirs: &WorkerDirs,
     identity: &WorkerIdentity,
+    extension: &Path,
 ) -> std::io::Result<Child> {
     let mut command = pi.command();
     command
+        .fd_mappings(vec![FdMapping {
+            parent_fd: identity.capability_pipe()?,
+            child_fd: CAPABILITY_FD,
+        }])
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    command
         .envs(identity.environment())
-        .args(arguments(start, dirs))
+        .args(arguments(start, dirs, extension))
         .current_dir(&start.spec.cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -366,15 +377,24 @@ async fn run_worker(
     mut commands: mpsc::UnboundedReceiver<WorkerCommand>,
 ) {
     let child_ref = start.child;
-    let mut child = match spawn_pi(pi, &start, dirs, identity) {
+    let spawned = identity
+        .socket()
+        .ok_or_else(|| {
+            "no control socket: a pi worker's Slate extension asks its coordinator before \
+             every model request and tool, so the coordinator must be served on its socket"
+                .to_owned()
+        })
+        .and_then(|_| {
+            installed_extension().map_err(|e| format!("cannot write Slate's pi extension: {e}"))
+        })
+        .and_then(|extension| {
+            spawn_pi(pi, &start, dirs, identity, &extension)
+                .map_err(|e| format!("cannot start pi ({:?}): {e}", pi.program))
+        });
+    let mut child = match spawned {
         Ok(child) => child,
         Err(e) => {
-            let _ = events.send((
-                child_ref,
-                WorkerEvent::SetupFailed {
-                    error: format!("cannot start pi ({:?}): {e}", pi.program),
-                },
-            ));
+            let _ = events.send((child_ref, WorkerEvent::SetupFailed { error: e }));
             let _ = events.send((
                 child_ref,
                 WorkerEvent::Exited {
