@@ -17,6 +17,14 @@ use slate::worker::pi::{PiBackend, PiCommand};
 
 pub const OUTCOME_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// A served runtime ([`Env::start_served`]).
+pub struct Served {
+    pub rt: RuntimeHandle,
+    pub join: tokio::task::JoinHandle<RuntimeReport>,
+    pub socket: PathBuf,
+    pub root_id: uuid::Uuid,
+}
+
 pub struct Env {
     pub fake: FakeLlm,
     pub sandbox: PiSandbox,
@@ -55,6 +63,12 @@ impl Env {
         &self,
         concurrency: u32,
     ) -> (RuntimeHandle, tokio::task::JoinHandle<RuntimeReport>) {
+        let served = self.start_served(concurrency, Arc::new(PiBackend::new(self.pi.clone())));
+        (served.rt, served.join)
+    }
+
+    /// [`Env::start`] with a given backend, also telling the socket.
+    pub fn start_served(&self, concurrency: u32, backend: Arc<PiBackend>) -> Served {
         let config = RuntimeConfig {
             root_id: uuid::Uuid::new_v4(),
             policy: SchedulingPolicy {
@@ -67,10 +81,11 @@ impl Env {
             kill_grace: Duration::from_secs(10),
         };
         let root_id = config.root_id;
-        let (rt, join) = spawn(config, Arc::new(PiBackend::new(self.pi.clone()))).unwrap();
+        let (rt, join) = spawn(config, backend).unwrap();
         let work = std::fs::canonicalize(&self.sandbox.work).unwrap();
         let (socket, server, stop) = serve_pi(self, &rt, root_id, &work);
         let mut events = rt.subscribe();
+        let run = socket.parent().map(Path::to_owned);
         tokio::spawn(async move {
             loop {
                 match events.recv().await {
@@ -81,11 +96,16 @@ impl Env {
             }
             let _ = stop.send(());
             let _ = server.await;
-            if let Some(run) = socket.parent() {
+            if let Some(run) = run {
                 let _ = std::fs::remove_dir_all(run);
             }
         });
-        (rt, join)
+        Served {
+            rt,
+            join,
+            socket,
+            root_id,
+        }
     }
 
     pub fn task(&self, assignment: &str, role: Role) -> TaskSpec {

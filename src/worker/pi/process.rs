@@ -99,6 +99,8 @@ impl PiCommand {
 pub struct PiBackend {
     pi: PiCommand,
     version: Arc<OnceCell<Result<String, String>>>,
+    /// The extension file workers load instead of the embedded one (tests of a broken one).
+    extension: Option<Arc<Path>>,
 }
 
 impl PiBackend {
@@ -106,6 +108,7 @@ impl PiBackend {
         Self {
             pi,
             version: Arc::new(OnceCell::new()),
+            extension: None,
         }
     }
 
@@ -115,7 +118,16 @@ impl PiBackend {
         Self {
             pi,
             version: Arc::new(OnceCell::new_with(Some(Ok(version)))),
+            extension: None,
         }
+    }
+
+    /// Workers load the extension at `path` (absolute) instead of Slate's embedded one. For
+    /// tests of what a worker does when its extension cannot load.
+    #[must_use]
+    pub fn with_extension_file(mut self, path: &Path) -> Self {
+        self.extension = Some(Arc::from(path));
+        self
     }
 
     /// `pi --version`, checked against the supported host (stable ≥ 1.5.2); fails closed.
@@ -146,6 +158,7 @@ impl WorkerBackend for PiBackend {
         let (tx, rx) = mpsc::unbounded_channel();
         let pi = self.pi.clone();
         let version = Arc::clone(&self.version);
+        let extension = self.extension.clone();
         tokio::spawn(async move {
             let child = start.child;
             let checked = version
@@ -162,7 +175,16 @@ impl WorkerBackend for PiBackend {
                 ));
                 return;
             }
-            run_worker(&pi, start, &dirs, &identity, events, rx).await;
+            run_worker(
+                &pi,
+                extension.as_deref(),
+                start,
+                &dirs,
+                &identity,
+                events,
+                rx,
+            )
+            .await;
         });
         tx
     }
@@ -370,6 +392,7 @@ impl Driver {
 )]
 async fn run_worker(
     pi: &PiCommand,
+    extension: Option<&Path>,
     start: WorkerStart,
     dirs: &WorkerDirs,
     identity: &WorkerIdentity,
@@ -384,8 +407,11 @@ async fn run_worker(
              every model request and tool, so the coordinator must be served on its socket"
                 .to_owned()
         })
-        .and_then(|_| {
-            installed_extension().map_err(|e| format!("cannot write Slate's pi extension: {e}"))
+        .and_then(|_| match extension {
+            Some(path) => Ok(path.to_owned()),
+            None => {
+                installed_extension().map_err(|e| format!("cannot write Slate's pi extension: {e}"))
+            }
         })
         .and_then(|extension| {
             spawn_pi(pi, &start, dirs, identity, &extension)

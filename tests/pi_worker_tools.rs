@@ -1,0 +1,557 @@
+//! Issue 12, proven with real pi 1.6 workers and the fake LLM: Slate's worker extension gives
+//! each generation exactly its granted child-local tools (`submit_result`, `delegate_task`,
+//! `delegate_coordinate`) and puts the request and tool guards before forwarding.
+//!
+//! The fake LLM's `CALLS` scenario makes the model call the named tools in order (see
+//! `support/fake_llm.rs`), so each test is a script of model tool calls and the assertions are
+//! on what Slate and the tool results say. Without pi these tests print `SKIPPED: …` and pass,
+//! except under `CI=true`, where they fail.
+
+#![allow(clippy::unwrap_used, reason = "test fixtures fail loudly")]
+
+#[path = "support/fake_llm.rs"]
+mod fake_llm;
+#[path = "support/pi_env.rs"]
+mod pi_env;
+#[path = "support/pi_runtime.rs"]
+mod pi_runtime;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use pi_runtime::{Env, OUTCOME_TIMEOUT, admitted, run_one, wait_status};
+use serde_json::{Value, json};
+use slate::core::{
+    ChildSnapshot, CoordinationAction, Input, LimitReason, MessageMode, Party, ReceiptStatus,
+    Reply, Role, Status, Validation,
+};
+use slate::worker::pi::PiBackend;
+
+/// An assignment for the `CALLS` scenario: each `(tool, arguments)` is one model tool call.
+fn calls(title: &str, script: &[(&str, Value)]) -> String {
+    let mut text = format!("SCENARIO:CALLS {title}");
+    for (tool, args) in script {
+        text.push_str(&format!("\nCALL: {tool} {args}"));
+    }
+    text
+}
+
+/// The tool results the model saw, in order, in the last request of the worker whose
+/// assignment contains `marker`.
+fn tool_results(env: &Env, marker: &str) -> Vec<String> {
+    let requests = env.fake.requests();
+    let last = requests
+        .iter()
+        .rev()
+        .find(|r| r.last_user_text.contains(marker))
+        .unwrap_or_else(|| panic!("no request for {marker:?}"));
+    last.messages()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| match &m["content"] {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+/// The tool names pi declared to the model in the first request of that worker.
+fn declared_tools(env: &Env, marker: &str) -> Vec<String> {
+    let requests = env.fake.requests();
+    let first = requests
+        .iter()
+        .find(|r| r.last_user_text.contains(marker))
+        .unwrap_or_else(|| panic!("no request for {marker:?}"));
+    first.body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn answer_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"answer": {"type": "integer"}},
+        "required": ["answer"],
+        "additionalProperties": false,
+    })
+}
+
+#[tokio::test]
+async fn a_submitted_value_becomes_structured_json_exactly_as_written() {
+    let Some(env) = Env::real("submit_result_once") else {
+        return;
+    };
+    let marker = "submit-once";
+    let mut task = env.task(
+        &calls(
+            marker,
+            &[("submit_result", json!({"value": {"answer": 42}}))],
+        ),
+        Role::Scout,
+    );
+    task.result_schema = Some(answer_schema());
+    let s = run_one(&env, task).await;
+
+    assert_eq!(s.status, Status::Settled, "{:?}", s.error);
+    let outcome = s.outcome.as_ref().unwrap();
+    assert_eq!(outcome.validation, Validation::Submitted);
+    assert_eq!(outcome.attempts, 1);
+    assert!(outcome.finalized);
+    let path = s.artifacts.as_ref().unwrap().structured.clone().unwrap();
+    let written: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    assert_eq!(written, json!({"answer": 42}));
+    assert_eq!(s.tool_calls, 1, "submission is counted like other tools");
+
+    let declared = declared_tools(&env, marker);
+    assert!(
+        declared.iter().any(|t| t == "submit_result"),
+        "{declared:?}"
+    );
+    for absent in ["delegate_task", "delegate_coordinate"] {
+        assert!(
+            !declared.iter().any(|t| t == absent),
+            "{absent} is not granted: {declared:?}"
+        );
+    }
+    assert!(env.leftovers().is_empty(), "no process left");
+}
+
+#[tokio::test]
+async fn invalid_then_valid_then_duplicate_submissions_follow_the_protocol_without_coercion() {
+    let Some(env) = Env::real("submit_result_attempts") else {
+        return;
+    };
+    let marker = "submit-attempts";
+    let mut task = env.task(
+        &calls(
+            marker,
+            &[
+                // A string is not an integer: pi must not coerce it, Slate must refuse it.
+                ("submit_result", json!({"value": {"answer": "42"}})),
+                ("submit_result", json!({"value": {"answer": 42}})),
+                ("submit_result", json!({"value": {"answer": 7}})),
+            ],
+        ),
+        Role::Scout,
+    );
+    task.result_schema = Some(answer_schema());
+    let s = run_one(&env, task).await;
+
+    assert_eq!(s.status, Status::Settled, "{:?}", s.error);
+    let outcome = s.outcome.as_ref().unwrap();
+    assert_eq!(outcome.validation, Validation::Submitted);
+    assert_eq!(outcome.attempts, 2, "a duplicate is not an attempt");
+    assert_eq!(
+        outcome.value,
+        Some(json!({"answer": 42})),
+        "the first valid value stays"
+    );
+    assert_eq!(s.tool_calls, 3);
+
+    let results = tool_results(&env, marker);
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert!(
+        results[0].contains("/answer"),
+        "the invalid attempt names the JSON Pointer: {}",
+        results[0]
+    );
+    assert!(
+        !results[1].contains("/answer"),
+        "the valid one is accepted: {}",
+        results[1]
+    );
+    assert!(
+        results[2].contains("already"),
+        "the duplicate is refused: {}",
+        results[2]
+    );
+    let path = s.artifacts.as_ref().unwrap().structured.clone().unwrap();
+    let written: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    assert_eq!(written, json!({"answer": 42}));
+}
+
+#[tokio::test]
+async fn a_request_limit_sends_exactly_the_allowed_requests() {
+    let Some(env) = Env::real("request_guard_zero_bytes") else {
+        return;
+    };
+    let marker = "request-guard";
+    let mut task = env.task(&format!("SCENARIO:LOOP5 {marker}"), Role::Scout);
+    task.limits.requests = Some(2);
+    let s = run_one(&env, task).await;
+
+    assert_eq!(s.status, Status::Cancelled, "{:?}", s.error);
+    assert_eq!(s.limit_reason, Some(LimitReason::Requests));
+    assert_eq!(s.telemetry.requests, Some(2));
+    let sent = env
+        .fake
+        .requests()
+        .iter()
+        .filter(|r| r.last_user_text.contains(marker))
+        .count();
+    assert_eq!(sent, 2, "the over-limit request never reached the provider");
+    assert!(env.leftovers().is_empty(), "no process left");
+}
+
+#[tokio::test]
+async fn a_tool_over_the_limit_is_blocked_before_it_runs() {
+    let Some(env) = Env::real("tool_guard_blocks") else {
+        return;
+    };
+    let witness = env.sandbox.work.join("touched-by-the-second-tool");
+    let mut task = env.task(
+        &calls(
+            "tool-guard",
+            &[
+                ("bash", json!({"command": "echo first"})),
+                (
+                    "bash",
+                    json!({"command": format!("touch '{}'", witness.display())}),
+                ),
+            ],
+        ),
+        Role::General,
+    );
+    task.limits.tools = Some(1);
+    let s = run_one(&env, task).await;
+
+    assert_eq!(s.status, Status::Cancelled, "{:?}", s.error);
+    assert_eq!(s.limit_reason, Some(LimitReason::Tools));
+    assert_eq!(s.tool_calls, 1);
+    assert!(!witness.exists(), "the blocked tool never ran");
+    assert!(env.leftovers().is_empty(), "no process left");
+}
+
+#[tokio::test]
+async fn a_general_child_delegates_a_scout_grandchild_in_the_foreground() {
+    let Some(env) = Env::real("nested_delegate") else {
+        return;
+    };
+    let marker = "nested-parent";
+    let mut task = env.task(
+        &calls(
+            marker,
+            &[(
+                "delegate_task",
+                json!({"assignment": "SCENARIO:TEXT grandchild", "profile": "scout"}),
+            )],
+        ),
+        Role::General,
+    );
+    task.spawn = vec![Role::Scout];
+    let (rt, join) = env.start(4);
+    let fg = rt.delegate(Party::Root, vec![task]).await.unwrap().unwrap();
+    let child = admitted(&fg.admitted)[0];
+    let outcome = tokio::time::timeout(OUTCOME_TIMEOUT, fg.outcome)
+        .await
+        .unwrap()
+        .unwrap();
+    let s = &outcome.outcomes[0];
+    assert_eq!(s.status, Status::Settled, "{:?}", s.error);
+    assert_eq!(s.tool_calls, 1);
+
+    let fleet: Vec<ChildSnapshot> = rt.query(|coord| coord.list()).await.unwrap();
+    let grandchild = fleet
+        .iter()
+        .find(|g| g.depth == 2)
+        .unwrap_or_else(|| panic!("no grandchild: {fleet:?}"));
+    assert_eq!(grandchild.parent_id, child.id);
+    assert_eq!(grandchild.parent_generation, Some(child.generation));
+    assert_eq!(grandchild.status, Status::Settled, "{:?}", grandchild.error);
+
+    let results = tool_results(&env, marker);
+    assert!(
+        results[0].contains("Hello from the fake LLM."),
+        "the preview carries the grandchild's text: {}",
+        results[0]
+    );
+    rt.shutdown().await.unwrap();
+    join.await.unwrap();
+    assert!(env.leftovers().is_empty(), "no process left");
+}
+
+#[tokio::test]
+async fn a_nested_call_with_the_pool_full_fails_without_lending_a_permit() {
+    let Some(env) = Env::real("nested_no_lending") else {
+        return;
+    };
+    let marker = "nested-full";
+    let mut task = env.task(
+        &calls(
+            marker,
+            &[(
+                "delegate_task",
+                json!({"assignment": "SCENARIO:TEXT never", "profile": "scout"}),
+            )],
+        ),
+        Role::General,
+    );
+    task.spawn = vec![Role::Scout];
+    let (rt, join) = env.start(1);
+    let fg = rt.delegate(Party::Root, vec![task]).await.unwrap().unwrap();
+    let outcome = tokio::time::timeout(OUTCOME_TIMEOUT, fg.outcome)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(outcome.outcomes[0].status, Status::Settled);
+    let results = tool_results(&env, marker);
+    assert!(
+        results[0].contains("Nested capacity unavailable; no permit lending"),
+        "{results:?}"
+    );
+    let fleet: Vec<ChildSnapshot> = rt.query(|coord| coord.list()).await.unwrap();
+    assert_eq!(fleet.len(), 1, "no identity was allocated: {fleet:?}");
+    rt.shutdown().await.unwrap();
+    join.await.unwrap();
+}
+
+#[tokio::test]
+async fn a_child_messages_the_root_inbox_and_slate_inbox_reads_it() {
+    let Some(env) = Env::real("child_messages_root") else {
+        return;
+    };
+    let mut task = env.task(
+        &calls(
+            "message-root",
+            &[(
+                "delegate_coordinate",
+                json!({"action": "message", "text": "findings are ready"}),
+            )],
+        ),
+        Role::General,
+    );
+    task.coordination = vec![CoordinationAction::Message];
+    let served = env.start_served(2, Arc::new(PiBackend::new(env.pi.clone())));
+    let fg = served
+        .rt
+        .delegate(Party::Root, vec![task])
+        .await
+        .unwrap()
+        .unwrap();
+    let outcome = tokio::time::timeout(OUTCOME_TIMEOUT, fg.outcome)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(outcome.outcomes[0].status, Status::Settled);
+
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_slate"))
+        .args(["inbox", "--json"])
+        .env("SLATE_SOCKET", &served.socket)
+        .output()
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("findings are ready"), "{text}");
+    served.rt.shutdown().await.unwrap();
+    served.join.await.unwrap();
+}
+
+#[tokio::test]
+async fn the_root_messages_a_running_child_which_reads_it_by_waiting_on_its_inbox() {
+    let Some(env) = Env::real("root_messages_child") else {
+        return;
+    };
+    let marker = "child-inbox";
+    let mut task = env.task(
+        &calls(
+            marker,
+            &[(
+                "delegate_coordinate",
+                json!({"action": "wait", "timeoutMs": 60000}),
+            )],
+        ),
+        Role::General,
+    );
+    task.coordination = vec![CoordinationAction::Wait, CoordinationAction::Inbox];
+    let (rt, join) = env.start(2);
+    let fg = rt.delegate(Party::Root, vec![task]).await.unwrap().unwrap();
+    let child = admitted(&fg.admitted)[0];
+    // The child is waiting once its tool runs.
+    let deadline = tokio::time::Instant::now() + OUTCOME_TIMEOUT;
+    while rt
+        .snapshot(child)
+        .await
+        .unwrap()
+        .is_none_or(|s| s.tool_calls == 0)
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the child never called wait"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let receipt = rt
+        .call(move |request| Input::Message {
+            request,
+            actor: Party::Root,
+            target: Some(child),
+            text: "the answer is under /srv".into(),
+            mode: MessageMode::Inbox,
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    let Reply::Message { message } = receipt else {
+        panic!("not a receipt: {receipt:?}");
+    };
+    let outcome = tokio::time::timeout(OUTCOME_TIMEOUT, fg.outcome)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(outcome.outcomes[0].status, Status::Settled);
+    let results = tool_results(&env, marker);
+    assert!(
+        results[0].contains("the answer is under /srv"),
+        "{results:?}"
+    );
+    let id = message.id;
+    let read = rt
+        .query(move |coord| coord.receipt(id).map(|m| m.status))
+        .await
+        .unwrap();
+    assert_eq!(
+        read,
+        Some(ReceiptStatus::Delivered),
+        "the wait returned it: delivered"
+    );
+    rt.shutdown().await.unwrap();
+    join.await.unwrap();
+}
+
+#[tokio::test]
+async fn a_child_waits_on_a_siblings_outcome_and_a_self_wait_is_refused() {
+    let Some(env) = Env::real("sibling_wait") else {
+        return;
+    };
+    let marker = "sibling-waiter";
+    let mut waiter = env.task(
+        &calls(
+            marker,
+            &[
+                // The root tells it the sibling's id (identities are never enumerated).
+                (
+                    "delegate_coordinate",
+                    json!({"action": "wait", "timeoutMs": 60000}),
+                ),
+                (
+                    "delegate_coordinate",
+                    json!({"action": "wait", "target": "$FOUND", "timeoutMs": 60000}),
+                ),
+                (
+                    "delegate_coordinate",
+                    json!({"action": "wait", "target": "$SELF", "timeoutMs": 1000}),
+                ),
+            ],
+        ),
+        Role::General,
+    );
+    waiter.coordination = vec![CoordinationAction::Wait];
+    let sibling = env.task("SCENARIO:SLOW2 sibling", Role::Scout);
+    let (rt, join) = env.start(4);
+    let fg = rt
+        .delegate(Party::Root, vec![waiter, sibling])
+        .await
+        .unwrap()
+        .unwrap();
+    let refs = admitted(&fg.admitted);
+    let (waiter, sibling) = (refs[0], refs[1]);
+    let deadline = tokio::time::Instant::now() + OUTCOME_TIMEOUT;
+    while rt
+        .snapshot(waiter)
+        .await
+        .unwrap()
+        .is_none_or(|s| s.tool_calls == 0)
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the waiter never called wait"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    rt.call(move |request| Input::Message {
+        request,
+        actor: Party::Root,
+        target: Some(waiter),
+        text: format!("your sibling is {sibling}"),
+        mode: MessageMode::Inbox,
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    let outcome = tokio::time::timeout(OUTCOME_TIMEOUT, fg.outcome)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        outcome.outcomes[0].status,
+        Status::Settled,
+        "{:?}",
+        outcome.outcomes[0].error
+    );
+    assert_eq!(outcome.outcomes[1].status, Status::Settled);
+    let results = tool_results(&env, marker);
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert!(
+        results[1].contains(&sibling.id.to_string()) && results[1].contains("settled"),
+        "the sibling's outcome: {}",
+        results[1]
+    );
+    assert!(
+        results[2].to_lowercase().contains("self") || results[2].contains("itself"),
+        "a self wait is refused: {}",
+        results[2]
+    );
+    wait_status(&rt, sibling, Status::Settled).await;
+    rt.shutdown().await.unwrap();
+    join.await.unwrap();
+}
+
+#[tokio::test]
+async fn a_broken_extension_fails_the_generation_at_setup_and_releases_its_permit() {
+    let Some(env) = Env::real("broken_extension") else {
+        return;
+    };
+    let broken = env.sandbox.root().join("broken-extension.ts");
+    std::fs::write(
+        &broken,
+        "export default function (pi) { this is not typescript",
+    )
+    .unwrap();
+    let backend = PiBackend::new(env.pi.clone()).with_extension_file(&broken);
+    let served = env.start_served(1, Arc::new(backend));
+    let first = env.task("SCENARIO:TEXT first", Role::Scout);
+    let second = env.task("SCENARIO:TEXT second", Role::Scout);
+    let fg = served
+        .rt
+        .delegate(Party::Root, vec![first, second])
+        .await
+        .unwrap()
+        .unwrap();
+    let outcome = tokio::time::timeout(OUTCOME_TIMEOUT, fg.outcome)
+        .await
+        .unwrap()
+        .unwrap();
+    for s in &outcome.outcomes {
+        assert_eq!(s.status, Status::Failed);
+        let error = s.error.as_deref().unwrap_or_default();
+        assert!(
+            error.starts_with("setup failed") && error.contains("extension"),
+            "pi's reason is kept: {error}"
+        );
+    }
+    assert_eq!(env.fake.request_count(), 0, "no model request was made");
+    served.rt.shutdown().await.unwrap();
+    served.join.await.unwrap();
+    assert!(env.leftovers().is_empty(), "no process left");
+}
