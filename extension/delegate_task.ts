@@ -15,7 +15,7 @@
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 
 import type { ControlClient } from "./control.ts";
-import type { ChildSnapshot, DelegateOutcome } from "./protocol.ts";
+import type { ChildSnapshot, DelegateOutcome, Reply } from "./protocol.ts";
 
 export const DELEGATE_TASK_TOOL = "delegate_task";
 
@@ -73,7 +73,7 @@ export function registerDelegateTask(pi: ExtensionAPI, client: ControlClient): v
 		parameters: delegateParameters,
 		async execute(_toolCallId, params, signal) {
 			const reply = await client.callOnce("delegate", { request: params }, signal);
-			if (!("outcome" in reply)) {
+			if (!isForeground(reply)) {
 				// Slate admits a worker's delegation in the foreground only.
 				throw new Error(
 					`delegate_task: Slate answered without a window outcome: ${JSON.stringify(reply)}`,
@@ -85,6 +85,10 @@ export function registerDelegateTask(pi: ExtensionAPI, client: ControlClient): v
 			};
 		},
 	});
+}
+
+function isForeground(reply: Reply | DelegateOutcome): reply is DelegateOutcome {
+	return "outcome" in reply && typeof reply.preview === "string";
 }
 
 /** The contract's `details`: a single task's snapshot, or `{children}` for a `tasks` batch. */

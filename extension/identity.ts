@@ -14,7 +14,7 @@
  * at startup with the reason on stderr, and Slate reports a worker setup failure. A pi running
  * with no coordinator to ask would have no request or tool budget at all.
  */
-import { closeSync, readSync } from "node:fs";
+import { closeSync, fstatSync, readSync } from "node:fs";
 
 export const CAPABILITY_FD_ENV = "SLATE_CAPABILITY_FD";
 export const SOCKET_ENV = "SLATE_SOCKET";
@@ -61,6 +61,16 @@ export function takeIdentity(env: Env): IdentityResult {
 
 /** Read descriptor `fd` to EOF (at most {@link MAX_CAPABILITY_BYTES}) and close it. */
 function readCapability(fd: number): { ok: true; capability: string } | { ok: false; reason: string } {
+	// Only a pipe or socket can be Slate's. Without an inherited fd 3, Node's own event loop holds
+	// that number (an epoll descriptor): reading or closing it would break pi, so it is left alone.
+	try {
+		const stat = fstatSync(fd);
+		if (!stat.isFIFO() && !stat.isSocket()) {
+			return fail(`descriptor ${fd} is not a pipe, so it is not Slate's capability pipe`);
+		}
+	} catch (error) {
+		return fail(`descriptor ${fd} is not open: ${(error as Error).message}`);
+	}
 	const buffer = Buffer.alloc(MAX_CAPABILITY_BYTES + 1);
 	let length = 0;
 	try {

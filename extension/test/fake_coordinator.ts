@@ -29,7 +29,7 @@ export class FakeCoordinator {
 	readonly closed: number[] = [];
 	private readonly dir: string;
 	private readonly server: Server;
-	private readonly sockets = new Set<Socket>();
+	private readonly sockets = new Map<number, Socket>();
 	private connections = 0;
 	handler: Handler;
 
@@ -62,8 +62,21 @@ export class FakeCoordinator {
 		}
 	}
 
+	/** Answer request `id` on `connection` by hand (for requests a handler held). */
+	answer(connection: number, id: unknown, answer: Exclude<Answer, "hold">): void {
+		const socket = this.sockets.get(connection);
+		if (socket !== undefined) {
+			reply(socket, id, answer);
+		}
+	}
+
+	/** Close `connection` from the server's side. */
+	drop(connection: number): void {
+		this.sockets.get(connection)?.destroy();
+	}
+
 	async stop(): Promise<void> {
-		for (const s of this.sockets) {
+		for (const s of this.sockets.values()) {
 			s.destroy();
 		}
 		await new Promise<void>((resolve) => this.server.close(() => resolve()));
@@ -72,9 +85,9 @@ export class FakeCoordinator {
 
 	private serve(socket: Socket): void {
 		const connection = ++this.connections;
-		this.sockets.add(socket);
+		this.sockets.set(connection, socket);
 		socket.on("close", () => {
-			this.sockets.delete(socket);
+			this.sockets.delete(connection);
 			this.closed.push(connection);
 		});
 		socket.on("error", () => {});
