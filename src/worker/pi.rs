@@ -1,6 +1,7 @@
 //! The pi worker backend (`pi --mode rpc`).
 
 pub mod args;
+pub mod extension;
 pub mod mapper;
 pub mod process;
 pub mod protocol;
