@@ -17,6 +17,7 @@ mod fake_llm;
 #[path = "support/pi_env.rs"]
 mod pi_env;
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -202,7 +203,7 @@ impl Worker {
 fn calls(calls: &[(&str, &str)]) -> String {
     let mut text = String::from("SCENARIO:CALLS\n");
     for (tool, args) in calls {
-        text.push_str(&format!("CALL: {tool} {args}\n"));
+        let _ = writeln!(text, "CALL: {tool} {args}");
     }
     text
 }

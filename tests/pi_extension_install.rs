@@ -186,7 +186,7 @@ fn a_truncated_file_is_repaired() {
 #[test]
 fn a_missing_file_is_repaired() {
     repaired_after("missing", |dir| {
-        fs::remove_file(dir.join("identity.ts")).unwrap()
+        fs::remove_file(dir.join("identity.ts")).unwrap();
     });
 }
 

@@ -17,7 +17,7 @@
 //!   is why no fsync is needed: what a crash could leave is found and replaced.
 //! * The `<hash>` is the first 128 bits of SHA-256 over the table (names, lengths, contents), in
 //!   hex: two Slate builds with the same extension share a directory, different ones never do.
-//!   `sha2` (RustCrypto, pure Rust, `default-features = false`, a few small crates) was chosen
+//!   `sha2` (`RustCrypto`, pure Rust, `default-features = false`, a few small crates) was chosen
 //!   over a non-cryptographic hash because a stable, collision-free name is the point, and over
 //!   a hand-written digest because SHA-256 is not something to write by hand.
 //!
