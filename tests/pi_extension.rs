@@ -585,3 +585,29 @@ fn delegate_tools_pass_the_models_input_through_and_slates_answers_back() {
     assert_eq!(details, Some(snapshot));
     w.finish();
 }
+
+#[test]
+fn a_new_session_keeps_the_identity() {
+    // pi re-runs the extension's factory for `new_session`; the capability was read once, at
+    // module load, and fd 3 is long closed: the new runtime must still speak as this worker.
+    let Some(mut w) = Worker::start("ext-new-session", &Launch::tools("read"), allow_all) else {
+        return;
+    };
+    w.run("p1", "SCENARIO:TEXT one");
+    w.pi.send(&json!({"id": "n1", "type": "new_session"}))
+        .unwrap();
+    let response =
+        w.pi.read_until(RUN_TIMEOUT, |r| r["type"] == "response" && r["id"] == "n1")
+            .unwrap();
+    assert_eq!(response["success"], true, "{response}");
+    w.run("p2", "SCENARIO:TEXT two");
+    assert_eq!(w.llm.request_count(), 2, "{}", w.evidence());
+    assert_eq!(w.guards(), ["request", "request"]);
+    let hellos = hellos(&w.coordinator);
+    assert!(
+        hellos.iter().all(|h| h.params["capability"] == CAPABILITY),
+        "{}",
+        w.evidence()
+    );
+    w.finish();
+}
