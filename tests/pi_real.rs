@@ -454,6 +454,67 @@ fn fake_tool_call_deltas_and_errors() {
 }
 
 #[test]
+fn fake_calls_makes_the_named_calls_in_order_then_reports_the_results() {
+    let fake = FakeLlm::start().expect("start");
+    let user = "SCENARIO:CALLS\nCALL: submit_result {\"value\": \"42\"}\nCALL: read {\"path\": \"caf\u{e9}.txt\"}\n";
+    let call_of = |messages: Value| {
+        let mut body = chat(user);
+        body["messages"] = messages;
+        let ev = events(&post(&fake, &body));
+        let deltas: Vec<Value> = ev[..ev.len() - 1]
+            .iter()
+            .map(|e| serde_json::from_str::<Value>(e).expect("json"))
+            .collect();
+        let name = deltas
+            .iter()
+            .find_map(|d| {
+                d.pointer("/choices/0/delta/tool_calls/0/function/name")?
+                    .as_str()
+            })
+            .map(str::to_owned);
+        let args: String = deltas
+            .iter()
+            .filter_map(|d| {
+                d.pointer("/choices/0/delta/tool_calls/0/function/arguments")?
+                    .as_str()
+            })
+            .collect();
+        let text: String = deltas
+            .iter()
+            .filter_map(|d| d.pointer("/choices/0/delta/content")?.as_str())
+            .collect();
+        (name, args, text)
+    };
+    let user_msg = json!({"role": "user", "content": [{"type": "text", "text": user}]});
+    let tool = |text: &str| json!({"role": "tool", "tool_call_id": "x", "content": text});
+    // The k-th request after the user message makes the k-th call, its JSON exactly as written.
+    let (name, args, _) = call_of(json!([user_msg]));
+    assert_eq!(name.as_deref(), Some("submit_result"));
+    assert_eq!(args, r#"{"value": "42"}"#);
+    let (name, args, _) =
+        call_of(json!([user_msg, {"role": "assistant", "content": ""}, tool("Accepted.")]));
+    assert_eq!(name.as_deref(), Some("read"));
+    assert_eq!(args, "{\"path\": \"caf\u{e9}.txt\"}");
+    // After the last call: the results it saw, in order.
+    let (name, _, text) = call_of(json!([
+        user_msg,
+        tool("Accepted."),
+        tool("line one\nline two")
+    ]));
+    assert_eq!(name, None);
+    assert_eq!(text, "Calls done.\n[1] Accepted.\n[2] line one\nline two");
+    // A bad line is answered, not guessed at.
+    let mut bad = chat("SCENARIO:CALLS\nCALL: bash [1]\n");
+    bad["messages"][1]["content"][0]["text"] = json!("SCENARIO:CALLS\nCALL: bash [1]\n");
+    let ev = events(&post(&fake, &bad));
+    assert!(
+        ev.iter()
+            .any(|e| e.contains("bad CALL line 1: the arguments are not a JSON object")),
+        "{ev:?}"
+    );
+}
+
+#[test]
 fn fake_drop_cuts_slow_streams_and_joins() {
     let fake = FakeLlm::start().expect("start");
     let addr = fake.addr();

@@ -24,6 +24,7 @@
 //! | `DROP` | a few chunks, then the connection closes without `finish_reason` |
 //! | `LENGTH` | text ending with `finish_reason: "length"` |
 //! | `LOOP`, `LOOP<n>` | a bash tool call (`echo loop-<k>`) on every request until `n` (default 20) tool results follow the user message, then `Loop done after <n> tool calls.` (Rust only; for request/tool limits) |
+//! | `CALLS` | the tool calls named by the user text's lines `CALL: <tool> <JSON object>`, one per request and in order: the request after `k` tool results makes call `k + 1`, its arguments the JSON exactly as written; after the last, `Calls done.` then one line `[<i>] <text>` per tool result it saw (`i` from 1). A bad `CALL:` line is answered `CALLS: bad CALL line <n>: <why>.` (Rust only; for extension tests) |
 //! | none | `ACK: <first 60 chars of the user text>` |
 //! | request without `tools` | `SUMMARY: fake summary of <n> chars.` (pi's compaction/summary calls) |
 //!
@@ -128,6 +129,8 @@ pub struct FakeLlm {
 struct Shared {
     stop: AtomicBool,
     seq: AtomicU64,
+    /// TCP connections accepted (whether or not a request came on them).
+    accepted: AtomicU64,
     requests: Mutex<Vec<LoggedRequest>>,
     flaky: Mutex<HashMap<String, u64>>,
     connections: Mutex<Vec<Connection>>,
@@ -151,6 +154,7 @@ impl FakeLlm {
         let shared = Arc::new(Shared {
             stop: AtomicBool::new(false),
             seq: AtomicU64::new(0),
+            accepted: AtomicU64::new(0),
             requests: Mutex::new(Vec::new()),
             flaky: Mutex::new(HashMap::new()),
             connections: Mutex::new(Vec::new()),
@@ -189,6 +193,11 @@ impl FakeLlm {
     /// Number of chat-completions requests so far.
     pub fn request_count(&self) -> usize {
         lock(&self.shared.requests).len()
+    }
+
+    /// TCP connections accepted so far: 0 means not a byte reached the server.
+    pub fn accepted_connections(&self) -> u64 {
+        self.shared.accepted.load(Ordering::SeqCst)
     }
 
     /// Wait until at least `n` requests arrived; false on timeout.
@@ -245,6 +254,7 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
     while !shared.stop.load(Ordering::SeqCst) {
         match listener.accept() {
             Ok((stream, _)) => {
+                shared.accepted.fetch_add(1, Ordering::SeqCst);
                 if let Err(e) = spawn_connection(stream, shared) {
                     eprintln!("[fake-llm] cannot serve a connection: {e}");
                 }
@@ -617,6 +627,75 @@ fn numbered(scenario: &str, keyword: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
+/// One `CALL: <tool> <JSON object>` line of a `CALLS` scenario.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedCall {
+    pub name: String,
+    /// The JSON text as written (checked to be an object).
+    pub args_json: String,
+}
+
+/// The `CALL:` lines of `text`, in order (`Err` names the first bad one, from 1).
+pub fn parse_calls(text: &str) -> Result<Vec<PlannedCall>, String> {
+    let mut calls = Vec::new();
+    for line in text.lines() {
+        let Some(rest) = line.trim_start().strip_prefix("CALL:") else {
+            continue;
+        };
+        let n = calls.len() + 1;
+        let rest = rest.trim();
+        let (name, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+        if name.is_empty() {
+            return Err(format!("bad CALL line {n}: no tool name"));
+        }
+        let args = args.trim();
+        match serde_json::from_str::<Value>(args) {
+            Ok(Value::Object(_)) => calls.push(PlannedCall {
+                name: name.to_owned(),
+                args_json: args.to_owned(),
+            }),
+            Ok(_) => {
+                return Err(format!(
+                    "bad CALL line {n}: the arguments are not a JSON object"
+                ));
+            }
+            Err(e) => return Err(format!("bad CALL line {n}: {e}")),
+        }
+    }
+    if calls.is_empty() {
+        return Err("bad CALL line 1: the user text has no CALL: line".to_owned());
+    }
+    Ok(calls)
+}
+
+/// The text of every `tool` message after the last `user` message, in order.
+fn tool_results_after_user(messages: &[Value]) -> Vec<String> {
+    let role = |m: &Value| m.get("role").and_then(Value::as_str) == Some("user");
+    let start = messages.iter().rposition(role).map_or(0, |i| i + 1);
+    messages[start..]
+        .iter()
+        .filter(|m| m.get("role").and_then(Value::as_str) == Some("tool"))
+        .map(|m| text_of(m.get("content")))
+        .collect()
+}
+
+/// `s` in about three pieces, cut between characters (ASCII: as the Python server cuts).
+fn thirds(s: &str) -> Vec<&str> {
+    let k = (s.len() / 3).max(1);
+    let mut pieces = Vec::new();
+    let mut rest = s;
+    while !rest.is_empty() {
+        let mut cut = k.min(rest.len());
+        while !rest.is_char_boundary(cut) {
+            cut += 1;
+        }
+        let (piece, tail) = rest.split_at(cut);
+        pieces.push(piece);
+        rest = tail;
+    }
+    pieces
+}
+
 /// Python's `s.strip().replace("\n", " ")[:n]`.
 fn snippet(s: &str, n: usize) -> String {
     s.trim().replace('\n', " ").chars().take(n).collect()
@@ -872,10 +951,8 @@ impl Conn<'_> {
             ..Delta::default()
         };
         self.chunk(id, model, first, None)?;
-        // The argument JSON in deltas of len/3 characters (ASCII: bytes are characters).
-        let arg_json = py_json(call.args);
-        let k = (arg_json.len() / 3).max(1);
-        for piece in arg_json.as_bytes().chunks(k) {
+        // The argument JSON in about three deltas (split between characters).
+        for piece in thirds(call.args_json) {
             let d = Delta {
                 tool_calls: Some(vec![ToolCallDelta {
                     index: 0,
@@ -883,7 +960,7 @@ impl Conn<'_> {
                     kind: None,
                     function: FunctionDelta {
                         name: None,
-                        arguments: String::from_utf8_lossy(piece).into_owned(),
+                        arguments: piece.to_owned(),
                     },
                 }]),
                 ..Delta::default()
@@ -1046,6 +1123,7 @@ impl Conn<'_> {
                 self.text(ctx, &pieces, TextOpts::default())
             }
             "LOOP" => self.tool_loop(ctx, LOOP_DEFAULT),
+            "CALLS" => self.calls(ctx),
             _ if numbered(scen, "LOOP").is_some() => {
                 self.tool_loop(ctx, numbered(scen, "LOOP").unwrap_or(0).min(LOOP_MAX))
             }
@@ -1068,11 +1146,23 @@ impl Conn<'_> {
         preamble: &[String],
         delay: Duration,
     ) -> io::Result<()> {
+        self.tool_call_json(ctx, name, &py_json(args), preamble, delay)
+    }
+
+    /// A tool call whose argument text is `args_json`, sent as it is.
+    fn tool_call_json(
+        &mut self,
+        ctx: &Ctx,
+        name: &str,
+        args_json: &str,
+        preamble: &[String],
+        delay: Duration,
+    ) -> io::Result<()> {
         let call_id = format!("call_fake_{}", ctx.seq);
         let call = ToolCall {
             call_id: &call_id,
             name,
-            args,
+            args_json,
         };
         self.stream_tool_call(
             &ctx.id,
@@ -1143,6 +1233,25 @@ impl Conn<'_> {
         self.text(ctx, &pieces, opts)
     }
 
+    /// CALLS: the `k`-th request after the user message makes the `k`-th `CALL:` line's call.
+    fn calls(&mut self, ctx: &Ctx) -> io::Result<()> {
+        let calls = match parse_calls(&ctx.user_text) {
+            Ok(calls) => calls,
+            Err(why) => {
+                let pieces = strings(&["CALLS: ", &why, "."]);
+                return self.text(ctx, &pieces, TextOpts::default());
+            }
+        };
+        if let Some(call) = calls.get(ctx.n_tool) {
+            return self.tool_call_json(ctx, &call.name, &call.args_json, &[], CHUNK_DELAY);
+        }
+        let mut pieces = strings(&["Calls ", "done."]);
+        for (i, result) in tool_results_after_user(&ctx.messages).iter().enumerate() {
+            pieces.push(format!("\n[{}] {result}", i + 1));
+        }
+        self.text(ctx, &pieces, TextOpts::default())
+    }
+
     /// LOOP: a bash tool call per request until `max` tool results follow the user message.
     fn tool_loop(&mut self, ctx: &Ctx, max: u64) -> io::Result<()> {
         let done = ctx.n_tool as u64;
@@ -1171,7 +1280,8 @@ struct Ctx {
 struct ToolCall<'a> {
     call_id: &'a str,
     name: &'a str,
-    args: &'a ToolArgs,
+    /// The arguments' JSON text.
+    args_json: &'a str,
 }
 
 fn reason(status: u16) -> &'static str {

@@ -95,6 +95,27 @@ impl PiCommand {
         })
     }
 
+    /// This command behind `bash`, which moves the first line of pi's stdin to a pipe on
+    /// descriptor 3 (those bytes, then EOF) and `exec`s pi with the rest of stdin: how a test
+    /// hands pi a worker capability the way Slate does (`SLATE_CAPABILITY_FD=3`). std cannot map
+    /// a descriptor into a child without `unsafe` (`pre_exec`), which the crate forbids. The line
+    /// is never in pi's environment or argv; write it with [`RpcPi::write_line`] first.
+    pub fn with_first_stdin_line_on_fd3(&self) -> Self {
+        const SCRIPT: &str =
+            r#"IFS= read -r line || exit 97; exec 3< <(printf %s "$line"); unset line; exec "$@""#;
+        let mut argv = vec![
+            "bash".to_owned(),
+            "-c".to_owned(),
+            SCRIPT.to_owned(),
+            "bash".to_owned(),
+        ];
+        argv.extend(self.argv.iter().cloned());
+        Self {
+            argv,
+            source: format!("{} (capability on fd 3)", self.source),
+        }
+    }
+
     /// A `Command` for pi followed by `args` (nothing else configured).
     pub fn command<S: AsRef<std::ffi::OsStr>>(&self, args: &[S]) -> Command {
         let mut c = Command::new(&self.argv[0]);
@@ -341,13 +362,19 @@ impl RpcPi {
     pub fn spawn(sandbox: &PiSandbox, pi: &PiCommand, args: &[&str]) -> io::Result<Self> {
         let mut full_args = vec!["--mode", "rpc"];
         full_args.extend_from_slice(args);
-        let mut child = sandbox
-            .command(pi, &full_args)
+        Self::spawn_command(sandbox, sandbox.command(pi, &full_args))
+    }
+
+    /// Start `command` (from [`PiSandbox::command`], with `--mode rpc` among its arguments and
+    /// whatever else the test configured) with piped stdio.
+    pub fn spawn_command(sandbox: &PiSandbox, mut command: Command) -> io::Result<Self> {
+        let program = command.get_program().to_owned();
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| io::Error::new(e.kind(), format!("spawning {:?}: {e}", pi.argv)))?;
+            .map_err(|e| io::Error::new(e.kind(), format!("spawning {program:?}: {e}")))?;
         let (stdin, stdout, stderr_pipe) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take());
         let (tx, lines) = mpsc::channel();
@@ -409,6 +436,16 @@ impl RpcPi {
         let mut line = command.to_string();
         line.push('\n');
         stdin.write_all(line.as_bytes())?;
+        stdin.flush()
+    }
+
+    /// Write `text` and a newline to stdin as they are (not a JSON command).
+    pub fn write_line(&mut self, text: &str) -> io::Result<()> {
+        let stdin = self
+            .stdin
+            .as_mut()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::BrokenPipe, "stdin already closed"))?;
+        stdin.write_all(format!("{text}\n").as_bytes())?;
         stdin.flush()
     }
 

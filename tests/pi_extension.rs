@@ -1,0 +1,613 @@
+//! Slate's pi extension inside real pi 1.6 (`pi --mode rpc -ne --no-mcp -e <installed copy>`),
+//! against the fake LLM and a fake coordinator socket that answers `hello`, `guard`, `submit`
+//! and `delegate` the way `docs/protocol.md` says the coordinator does.
+//!
+//! The extension is the copy the binary installs (`worker::pi::extension::install_into`), pi
+//! gets its capability on descriptor 3 (`SLATE_CAPABILITY_FD=3`) and the socket in
+//! `SLATE_SOCKET`, as Slate launches workers. The fake LLM's `CALLS` scenario makes the model
+//! call named tools with exact argument text. Without pi these tests print `SKIPPED` and pass,
+//! except under `CI=true` (see `tests/support/pi_env.rs`).
+
+#![allow(clippy::unwrap_used, reason = "test fixtures fail loudly")]
+
+#[path = "support/fake_coordinator.rs"]
+mod fake_coordinator;
+#[path = "support/fake_llm.rs"]
+mod fake_llm;
+#[path = "support/pi_env.rs"]
+mod pi_env;
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use fake_coordinator::{Answer, FakeCoordinator, allow_all, submitted};
+use fake_llm::FakeLlm;
+use pi_env::{PiSandbox, RpcPi, message_text};
+use serde_json::{Value, json};
+use slate::worker::pi::extension::install_into;
+
+/// Generous: two cores, and cargo may be building next to us.
+const RUN_TIMEOUT: Duration = Duration::from_secs(90);
+const EXIT_TIMEOUT: Duration = Duration::from_secs(20);
+/// What the fake coordinator accepts (a real one is 64 hex digits from the OS).
+const CAPABILITY: &str = "5a7e0000c0ffee11deadbeef22aa33bb44cc55dd66ee77ff8899aabbccddeeff";
+const CLIENT: &str = concat!("slate-pi-extension ", env!("CARGO_PKG_VERSION"));
+
+/// One worker pi with its fake LLM, fake coordinator and sandbox (dropped in field order).
+struct Worker {
+    pi: RpcPi,
+    coordinator: FakeCoordinator,
+    sandbox: PiSandbox,
+    llm: FakeLlm,
+}
+
+/// How to start the worker.
+struct Launch<'a> {
+    tools: &'a str,
+    /// `None`: the fake coordinator's socket.
+    socket: Option<PathBuf>,
+    /// Whether pi gets `SLATE_CAPABILITY_FD=3` and the capability on descriptor 3.
+    capability: bool,
+}
+
+impl Launch<'_> {
+    fn tools(tools: &str) -> Launch<'_> {
+        Launch {
+            tools,
+            socket: None,
+            capability: true,
+        }
+    }
+}
+
+impl Worker {
+    /// `None` when real pi is not installed (skipped).
+    fn start(
+        test: &str,
+        launch: &Launch<'_>,
+        answerer: impl Fn(&str, &Value, usize) -> Answer + Send + Sync + 'static,
+    ) -> Option<Self> {
+        let pi_cmd = pi_env::pi_or_skip(test)?;
+        let llm = FakeLlm::start().unwrap();
+        let sandbox = PiSandbox::new(test, &llm.base_url()).unwrap();
+        let coordinator = FakeCoordinator::start(sandbox.root(), CAPABILITY, answerer).unwrap();
+        let extension = install_into(&sandbox.root().join("cache/extension")).unwrap();
+        let extension = extension.to_str().unwrap();
+        let args = [
+            "--mode",
+            "rpc",
+            "-ne",
+            "--no-mcp",
+            "-e",
+            extension,
+            "--tools",
+            launch.tools,
+            "--no-session",
+        ];
+        let socket = launch
+            .socket
+            .clone()
+            .unwrap_or_else(|| coordinator.path().to_owned());
+        let mut command = if launch.capability {
+            let mut c = sandbox.command(&pi_cmd.with_first_stdin_line_on_fd3(), &args);
+            c.env("SLATE_CAPABILITY_FD", "3");
+            c
+        } else {
+            sandbox.command(&pi_cmd, &args)
+        };
+        command
+            .env("SLATE_SOCKET", &socket)
+            .env_remove("SLATE_CAPABILITY");
+        let mut pi = RpcPi::spawn_command(&sandbox, command).unwrap();
+        if launch.capability {
+            pi.write_line(CAPABILITY).unwrap();
+        }
+        Some(Self {
+            pi,
+            coordinator,
+            sandbox,
+            llm,
+        })
+    }
+
+    fn prompt(&mut self, id: &str, message: &str) {
+        self.pi
+            .send(&json!({"id": id, "type": "prompt", "message": message}))
+            .unwrap();
+    }
+
+    /// Prompt and read until `agent_settled`.
+    fn run(&mut self, id: &str, message: &str) {
+        self.prompt(id, message);
+        if let Err(e) = self.pi.read_until_type("agent_settled", RUN_TIMEOUT) {
+            panic!("no agent_settled ({e:?}):\n{}", self.evidence());
+        }
+    }
+
+    fn evidence(&self) -> String {
+        let log: Vec<String> = self
+            .coordinator
+            .log()
+            .iter()
+            .map(|l| format!("  #{} {} {}", l.connection, l.method, l.params))
+            .collect();
+        format!(
+            "records:\n{}\ncoordinator:\n{}\nllm requests:\n{}",
+            self.pi.transcript(),
+            log.join("\n"),
+            self.llm.requests_jsonl()
+        )
+    }
+
+    /// Every `tool_execution_end`, as (tool, isError, result text).
+    fn tool_ends(&self) -> Vec<(String, bool, String)> {
+        self.pi
+            .of_type("tool_execution_end")
+            .into_iter()
+            .map(|r| {
+                let text = r
+                    .pointer("/result/content")
+                    .and_then(Value::as_array)
+                    .map(|c| {
+                        c.iter()
+                            .filter_map(|b| b.get("text").and_then(Value::as_str))
+                            .collect::<String>()
+                    })
+                    .unwrap_or_default();
+                (
+                    r["toolName"].as_str().unwrap_or_default().to_owned(),
+                    r["isError"].as_bool().unwrap_or_default(),
+                    text,
+                )
+            })
+            .collect()
+    }
+
+    fn last_text(&self) -> String {
+        let messages = self.pi.assistant_messages();
+        let Some(last) = messages.last() else {
+            panic!("no assistant message:\n{}", self.evidence());
+        };
+        message_text(last)
+    }
+
+    /// The `kind` (and tool, for tool guards) of every guard asked, in order.
+    fn guards(&self) -> Vec<String> {
+        self.coordinator
+            .params_of("guard")
+            .iter()
+            .map(|p| match p["kind"].as_str().unwrap_or_default() {
+                "tool" => format!(
+                    "tool {} {}",
+                    p["tool"].as_str().unwrap_or_default(),
+                    p["callId"].as_str().unwrap_or_default()
+                ),
+                kind => kind.to_owned(),
+            })
+            .collect()
+    }
+
+    /// Close stdin: pi exits 0 (the extension's idle socket does not keep it alive).
+    fn finish(mut self) {
+        self.pi.close_stdin();
+        let status = self.pi.wait_exit(EXIT_TIMEOUT).unwrap();
+        let status = status
+            .unwrap_or_else(|| panic!("pi did not exit within {EXIT_TIMEOUT:?} of stdin EOF"));
+        assert_eq!(status.code(), Some(0), "stderr: {}", self.pi.stderr_text());
+        assert_eq!(self.sandbox.leftover_processes(), Vec::<u32>::new());
+    }
+}
+
+/// A `CALLS` prompt: the model calls `calls` (tool, argument JSON text) in order.
+fn calls(calls: &[(&str, &str)]) -> String {
+    let mut text = String::from("SCENARIO:CALLS\n");
+    for (tool, args) in calls {
+        let _ = writeln!(text, "CALL: {tool} {args}");
+    }
+    text
+}
+
+fn hellos(coordinator: &FakeCoordinator) -> Vec<fake_coordinator::Logged> {
+    coordinator
+        .log()
+        .into_iter()
+        .filter(|l| l.method == "hello")
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn submit_result_values_reach_slate_exactly_as_the_model_wrote_them() {
+    let answerer = |method: &str, params: &Value, before: usize| match method {
+        "guard" => Ok(json!({"allow": true})),
+        // The first attempt is invalid (a string where the schema wants an integer).
+        "submit" if before == 0 => Ok(json!({
+            "status": "invalid", "attempts": 1, "errors": ["/answer: expected integer, got string"],
+            "message": "Invalid result (attempt 1): /answer: expected integer, got string",
+        })),
+        "submit" => {
+            let _ = params;
+            Ok(submitted())
+        }
+        other => allow_all(other, params, before),
+    };
+    let Some(mut w) = Worker::start("ext-submit", &Launch::tools("read,submit_result"), answerer)
+    else {
+        return;
+    };
+    let nested = r#"{"value": {"answer": "42", "n": 42, "f": 2.5, "s": "2.5", "b": "true", "list": [null, true, "1", {"k": "\u00e9"}], "empty": {}}}"#;
+    w.run(
+        "p1",
+        &calls(&[
+            ("submit_result", r#"{"value": "42"}"#),
+            ("submit_result", nested),
+        ]),
+    );
+
+    // The values, exactly: pi's coercion did not touch them ("42" stays a string, etc.).
+    let submits = w.coordinator.params_of("submit");
+    let nested_value: Value = serde_json::from_str(nested).unwrap();
+    assert_eq!(
+        submits,
+        vec![json!({"value": "42"}), nested_value],
+        "{}",
+        w.evidence()
+    );
+
+    // Slate's message is the tool result; only `submitted` is a success.
+    let ends = w.tool_ends();
+    assert_eq!(
+        ends,
+        vec![
+            (
+                "submit_result".to_owned(),
+                true,
+                "Invalid result (attempt 1): /answer: expected integer, got string".to_owned()
+            ),
+            (
+                "submit_result".to_owned(),
+                false,
+                "Result accepted.".to_owned()
+            ),
+        ],
+        "{}",
+        w.evidence()
+    );
+    // The model saw both results.
+    let text = w.last_text();
+    assert!(text.starts_with("Calls done."), "{text}");
+    assert!(text.contains("[1] Invalid result (attempt 1)"), "{text}");
+    assert!(text.contains("[2] Result accepted."), "{text}");
+
+    // Every model request and tool call was guarded, in order, with pi's call ids.
+    assert_eq!(
+        w.guards(),
+        vec![
+            "request",
+            "tool submit_result call_fake_1",
+            "request",
+            "tool submit_result call_fake_2",
+            "request"
+        ],
+        "{}",
+        w.evidence()
+    );
+    assert_eq!(w.llm.request_count(), 3);
+
+    // One persistent connection, presenting the capability from descriptor 3.
+    let hellos = hellos(&w.coordinator);
+    assert_eq!(hellos.len(), 1, "{}", w.evidence());
+    assert_eq!(
+        hellos[0].params,
+        json!({"protocols": [2], "client": CLIENT, "capability": CAPABILITY})
+    );
+    assert!(
+        w.coordinator
+            .log()
+            .iter()
+            .all(|l| l.connection == hellos[0].connection)
+    );
+
+    // `--tools` is the ceiling: the always-registered delegate tools are not declared.
+    let declared: Vec<String> = w.llm.requests()[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(declared, ["read", "submit_result"]);
+    w.finish();
+}
+
+#[test]
+fn a_denied_model_request_sends_zero_bytes_to_the_provider() {
+    // Deny the first request guard only: the second prompt shows the guard is what held pi.
+    let answerer = |method: &str, params: &Value, before: usize| match method {
+        "guard" if before == 0 => Ok(json!({
+            "allow": false, "reason": "out of budget: request limit of 0 reached",
+        })),
+        other => allow_all(other, params, before),
+    };
+    let Some(mut w) = Worker::start("ext-deny-request", &Launch::tools("read"), answerer) else {
+        return;
+    };
+    w.prompt("p1", "SCENARIO:TEXT first");
+    let settled = w.pi.read_until_type("agent_settled", RUN_TIMEOUT).unwrap();
+    assert_eq!(w.llm.accepted_connections(), 0, "{}", w.evidence());
+    // pi ends the turn as if the user aborted: an empty assistant message, `aborted`.
+    assert_eq!(settled["aborted"], true, "{}", w.evidence());
+    let last = w.pi.assistant_messages().last().map(|m| (*m).clone());
+    assert_eq!(
+        last.map(|m| m["stopReason"].clone()),
+        Some(json!("aborted"))
+    );
+    assert!(
+        w.pi.stderr_text()
+            .contains("slate: model request out of budget: request limit of 0 reached"),
+        "{}",
+        w.pi.stderr_text()
+    );
+
+    w.run("p2", "SCENARIO:TEXT second");
+    assert_eq!(w.llm.request_count(), 1, "{}", w.evidence());
+    assert_eq!(w.llm.accepted_connections(), 1);
+    assert_eq!(w.last_text(), "Hello from the fake LLM.");
+    assert_eq!(w.guards(), ["request", "request"]);
+    w.finish();
+}
+
+#[test]
+fn a_blocked_tool_never_runs_and_the_model_gets_slates_reason() {
+    let reason = "out of budget: tool limit of 1 reached";
+    let answerer = move |method: &str, params: &Value, before: usize| match method {
+        "guard" if params["kind"] == "tool" => Ok(json!({"allow": false, "reason": reason})),
+        other => allow_all(other, params, before),
+    };
+    let Some(mut w) = Worker::start("ext-block-tool", &Launch::tools("bash"), answerer) else {
+        return;
+    };
+    let marker = w.sandbox.work.join("the-tool-ran");
+    let command = json!({"command": format!("touch '{}' && echo ran", marker.display())});
+    w.run("p1", &calls(&[("bash", &command.to_string())]));
+    assert!(!marker.exists(), "the blocked bash ran");
+    let ends = w.tool_ends();
+    assert_eq!(ends.len(), 1, "{}", w.evidence());
+    assert!(ends[0].1, "not an error result: {ends:?}");
+    assert!(ends[0].2.contains(reason), "{ends:?}");
+    let text = w.last_text();
+    assert!(text.contains(&format!("[1] {reason}")), "{text}");
+    assert_eq!(w.guards(), ["request", "tool bash call_fake_1", "request"]);
+    w.finish();
+}
+
+#[test]
+fn the_models_bash_cannot_read_the_capability() {
+    let Some(mut w) = Worker::start("ext-no-leak", &Launch::tools("bash"), allow_all) else {
+        return;
+    };
+    let script = [
+        "echo \"== ppid\"; echo $PPID",
+        "echo '== pi environ'; tr '\\0' '\\n' < /proc/$PPID/environ",
+        "echo '== env'; env",
+        "echo '== pi fds'; ls -l /proc/$PPID/fd",
+        "echo '== bash fds'; ls /proc/$$/fd",
+        "echo '== fd 3'; cat <&3",
+        "echo '== pi cmdline'; tr '\\0' ' ' < /proc/$PPID/cmdline; echo",
+    ]
+    .join("; ");
+    w.run(
+        "p1",
+        &calls(&[("bash", &json!({"command": script}).to_string())]),
+    );
+    let ends = w.tool_ends();
+    assert_eq!(ends.len(), 1, "{}", w.evidence());
+    let out = &ends[0].2;
+    // The script ran where it should: its parent is pi (which sets its process title to `pi`).
+    let section = |name: &str| {
+        let start = out
+            .find(&format!("== {name}\n"))
+            .unwrap_or_else(|| panic!("no {name} in {out}"));
+        let rest = &out[start + name.len() + 4..];
+        rest[..rest.find("\n== ").unwrap_or(rest.len())].to_owned()
+    };
+    let pid = w.pi.pid();
+    assert_eq!(section("ppid").trim(), pid.to_string(), "{out}");
+    assert!(section("pi cmdline").starts_with("pi"), "{out}");
+    assert!(section("pi environ").contains("SLATE_SOCKET="), "{out}");
+    assert!(section("env").contains("SLATE_SOCKET="), "{out}");
+    assert!(
+        !section("env").contains("SLATE_CAPABILITY"),
+        "the extension did not delete SLATE_CAPABILITY_FD: {out}"
+    );
+    assert!(
+        !section("bash fds").lines().any(|l| l.trim() == "3"),
+        "bash inherited descriptor 3: {out}"
+    );
+    assert!(
+        !out.contains(CAPABILITY),
+        "the capability leaked to bash: {out}"
+    );
+    // pi's own process: not in its environment or argv either.
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    for (what, bytes) in [("environ", &environ), ("cmdline", &cmdline)] {
+        assert!(
+            !String::from_utf8_lossy(bytes).contains(CAPABILITY),
+            "capability in pi's {what}"
+        );
+    }
+    // ...while the extension did present it.
+    assert_eq!(hellos(&w.coordinator)[0].params["capability"], CAPABILITY);
+    w.finish();
+}
+
+#[test]
+fn an_unreachable_coordinator_fails_closed() {
+    let launch = Launch {
+        tools: "bash",
+        socket: Some(PathBuf::from("/nonexistent/slate/coordinator.sock")),
+        capability: true,
+    };
+    let Some(mut w) = Worker::start("ext-unreachable", &launch, allow_all) else {
+        return;
+    };
+    w.run("p1", "SCENARIO:BASH");
+    assert_eq!(w.llm.accepted_connections(), 0, "{}", w.evidence());
+    let stderr = w.pi.stderr_text();
+    assert!(
+        stderr
+            .contains("cannot reach the Slate coordinator at /nonexistent/slate/coordinator.sock"),
+        "{stderr}"
+    );
+    w.finish();
+}
+
+#[test]
+fn a_pi_without_identity_does_not_start() {
+    let launch = Launch {
+        tools: "read",
+        socket: None,
+        capability: false,
+    };
+    let Some(mut w) = Worker::start("ext-no-identity", &launch, allow_all) else {
+        return;
+    };
+    let status = w.pi.wait_exit(EXIT_TIMEOUT).unwrap().expect("pi exits");
+    assert_eq!(status.code(), Some(1));
+    assert!(
+        w.pi.stderr_text()
+            .contains("Slate worker extension: SLATE_CAPABILITY_FD is not set"),
+        "{}",
+        w.pi.stderr_text()
+    );
+    assert!(
+        matches!(
+            w.pi.next_record(Duration::from_secs(1)),
+            Err(pi_env::ReadError::Eof)
+        ),
+        "pi wrote to stdout"
+    );
+    assert!(w.coordinator.log().is_empty());
+}
+
+#[test]
+fn delegate_tools_pass_the_models_input_through_and_slates_answers_back() {
+    let preview =
+        "1 task, in order:\n1. 0b6a0000-0000-4000-8000-00000000000a@1 scout settled: Found it.";
+    let snapshot =
+        json!({"id": "0b6a0000-0000-4000-8000-00000000000a", "generation": 1, "status": "settled"});
+    let outcome = json!({
+        "admitted": {"kind": "admitted", "call": 3, "children": [snapshot]},
+        "outcome": {"call": 3, "request": 7, "initiator": "0b6a0000-0000-4000-8000-000000000000@1",
+                    "delivery": "foreground", "outcomes": [snapshot]},
+        "preview": preview,
+    });
+    let answerer = move |method: &str, params: &Value, before: usize| match method {
+        "delegate" => Ok(outcome.clone()),
+        "wait" => Ok(json!({"kind": "wait", "result": {"kind": "timeout"}})),
+        "stop" => Err((
+            "root-only".to_owned(),
+            "stop: root-only action; child 0b6a0000-0000-4000-8000-000000000000@1 cannot call it"
+                .to_owned(),
+        )),
+        other => allow_all(other, params, before),
+    };
+    let Some(mut w) = Worker::start(
+        "ext-delegate",
+        &Launch::tools("delegate_task,delegate_coordinate"),
+        answerer,
+    ) else {
+        return;
+    };
+    let task = r#"{"assignment": "Find it", "profile": "scout", "limits": {"requests": "5"}, "background": null}"#;
+    w.run(
+        "p1",
+        &calls(&[
+            ("delegate_task", task),
+            (
+                "delegate_coordinate",
+                r#"{"action": "wait", "timeoutMs": "100"}"#,
+            ),
+            (
+                "delegate_coordinate",
+                r#"{"action": "stop", "target": {"id": "x", "generation": 1}}"#,
+            ),
+        ]),
+    );
+    // Untouched: "5" stays a string, null stays null, the object target stays an object.
+    assert_eq!(
+        w.coordinator.params_of("delegate"),
+        vec![json!({"request": serde_json::from_str::<Value>(task).unwrap()})],
+        "{}",
+        w.evidence()
+    );
+    assert_eq!(
+        w.coordinator.params_of("wait"),
+        vec![json!({"timeoutMs": "100"})]
+    );
+    assert_eq!(
+        w.coordinator.params_of("stop"),
+        vec![json!({"target": {"id": "x", "generation": 1}})]
+    );
+    let ends = w.tool_ends();
+    assert_eq!(ends.len(), 3, "{}", w.evidence());
+    assert_eq!(
+        ends[0],
+        ("delegate_task".to_owned(), false, preview.to_owned())
+    );
+    assert!(!ends[1].1);
+    assert_eq!(
+        serde_json::from_str::<Value>(&ends[1].2).unwrap(),
+        json!({"kind": "wait", "result": {"kind": "timeout"}})
+    );
+    assert!(ends[2].1);
+    assert!(
+        ends[2].2.contains(
+            "stop: root-only action; child 0b6a0000-0000-4000-8000-000000000000@1 cannot call it"
+        ),
+        "{ends:?}"
+    );
+    // The delegate and the wait each had their own connection; the guards shared one.
+    let log = w.coordinator.log();
+    let connection_of = |method: &str| log.iter().find(|l| l.method == method).unwrap().connection;
+    let guard_connection = connection_of("guard");
+    assert_ne!(connection_of("delegate"), guard_connection);
+    assert_ne!(connection_of("wait"), guard_connection);
+    assert_ne!(connection_of("wait"), connection_of("delegate"));
+    assert_eq!(connection_of("stop"), guard_connection);
+    // The delegate tool result's details are the snapshot.
+    let details =
+        w.pi.of_type("tool_execution_end")
+            .first()
+            .map(|r| r["result"]["details"].clone());
+    assert_eq!(details, Some(snapshot));
+    w.finish();
+}
+
+#[test]
+fn a_new_session_keeps_the_identity() {
+    // pi re-runs the extension's factory for `new_session`; the capability was read once, at
+    // module load, and fd 3 is long closed: the new runtime must still speak as this worker.
+    let Some(mut w) = Worker::start("ext-new-session", &Launch::tools("read"), allow_all) else {
+        return;
+    };
+    w.run("p1", "SCENARIO:TEXT one");
+    w.pi.send(&json!({"id": "n1", "type": "new_session"}))
+        .unwrap();
+    let response =
+        w.pi.read_until(RUN_TIMEOUT, |r| r["type"] == "response" && r["id"] == "n1")
+            .unwrap();
+    assert_eq!(response["success"], true, "{response}");
+    w.run("p2", "SCENARIO:TEXT two");
+    assert_eq!(w.llm.request_count(), 2, "{}", w.evidence());
+    assert_eq!(w.guards(), ["request", "request"]);
+    let hellos = hellos(&w.coordinator);
+    assert!(
+        hellos.iter().all(|h| h.params["capability"] == CAPABILITY),
+        "{}",
+        w.evidence()
+    );
+    w.finish();
+}
