@@ -555,3 +555,26 @@ async fn a_broken_extension_fails_the_generation_at_setup_and_releases_its_permi
     served.join.await.unwrap();
     assert!(env.leftovers().is_empty(), "no process left");
 }
+
+/// pi's automatic retries are model requests too: each asks the guard first, so a retry over
+/// the limit is never sent either.
+#[tokio::test]
+async fn retries_ask_the_request_guard_too() {
+    let Some(env) = Env::real("request_guard_retries") else {
+        return;
+    };
+    let marker = "guarded-retries";
+    let mut task = env.task(&format!("SCENARIO:FLAKY5 {marker}"), Role::Scout);
+    task.limits.requests = Some(2);
+    let s = run_one(&env, task).await;
+
+    assert_eq!(s.status, Status::Cancelled, "{:?}", s.error);
+    assert_eq!(s.limit_reason, Some(LimitReason::Requests));
+    let sent = env
+        .fake
+        .requests()
+        .iter()
+        .filter(|r| r.last_user_text.contains(marker))
+        .count();
+    assert_eq!(sent, 2, "the third attempt (a retry) was not sent");
+}

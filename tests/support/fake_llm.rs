@@ -24,7 +24,7 @@
 //! | `DROP` | a few chunks, then the connection closes without `finish_reason` |
 //! | `LENGTH` | text ending with `finish_reason: "length"` |
 //! | `LOOP`, `LOOP<n>` | a bash tool call (`echo loop-<k>`) on every request until `n` (default 20) tool results follow the user message, then `Loop done after <n> tool calls.` (Rust only; for request/tool limits) |
-//! | `CALLS` | the tool calls named by the user text's lines `CALL: <tool> <JSON object>`, one per request and in order: the request after `k` tool results makes call `k + 1`, its arguments the JSON exactly as written; after the last, `Calls done.` then one line `[<i>] <text>` per tool result it saw (`i` from 1). A bad `CALL:` line is answered `CALLS: bad CALL line <n>: <why>.` (Rust only; for extension tests) |
+//! | `CALLS` | the tool calls named by the user text's lines `CALL: <tool> <JSON object>`, one per request and in order: the request after `k` tool results makes call `k + 1`, its arguments the JSON exactly as written (except that `$SELF` becomes the first `UUID@generation` in the system prompt and `$FOUND` the first one in the newest tool result); after the last, `Calls done.` then one line `[<i>] <text>` per tool result it saw (`i` from 1). A bad `CALL:` line is answered `CALLS: bad CALL line <n>: <why>.` (Rust only; for extension tests) |
 //! | none | `ACK: <first 60 chars of the user text>` |
 //! | request without `tools` | `SUMMARY: fake summary of <n> chars.` (pi's compaction/summary calls) |
 //!
@@ -668,6 +668,60 @@ pub fn parse_calls(text: &str) -> Result<Vec<PlannedCall>, String> {
     Ok(calls)
 }
 
+/// A `CALLS` argument text with its placeholders filled in from the conversation, so a test
+/// can make the model use identities only known at run time: `$SELF` becomes the first
+/// `UUID@generation` of the system prompt (Slate's "You are the Slate subagent …"), `$FOUND`
+/// the first one of the newest tool result. A placeholder with nothing to fill stays as is.
+fn substitute_refs(args_json: &str, messages: &[Value]) -> String {
+    let first_ref = |roles: &[&str], newest: bool| {
+        let mut texts = messages
+            .iter()
+            .filter(|m| {
+                m.get("role")
+                    .and_then(Value::as_str)
+                    .is_some_and(|r| roles.contains(&r))
+            })
+            .map(|m| text_of(m.get("content")));
+        let text = if newest { texts.last() } else { texts.next() };
+        text.and_then(|t| find_child_ref(&t))
+    };
+    let mut out = args_json.to_owned();
+    if out.contains("$SELF")
+        && let Some(me) = first_ref(&["system", "developer"], false)
+    {
+        out = out.replace("$SELF", &me);
+    }
+    if out.contains("$FOUND")
+        && let Some(found) = first_ref(&["tool"], true)
+    {
+        out = out.replace("$FOUND", &found);
+    }
+    out
+}
+
+/// The first `<36-character UUID>@<generation>` in `text`.
+fn find_child_ref(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let is_uuid = |s: &[u8]| {
+        s.len() == 36
+            && s.iter().enumerate().all(|(i, &b)| match i {
+                8 | 13 | 18 | 23 => b == b'-',
+                _ => b.is_ascii_hexdigit(),
+            })
+    };
+    (0..bytes.len().saturating_sub(37)).find_map(|start| {
+        let uuid = bytes.get(start..start + 36)?;
+        if !is_uuid(uuid) || bytes.get(start + 36) != Some(&b'@') {
+            return None;
+        }
+        let digits = bytes[start + 37..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        (digits > 0).then(|| text[start..start + 37 + digits].to_owned())
+    })
+}
+
 /// The text of every `tool` message after the last `user` message, in order.
 fn tool_results_after_user(messages: &[Value]) -> Vec<String> {
     let role = |m: &Value| m.get("role").and_then(Value::as_str) == Some("user");
@@ -1243,7 +1297,8 @@ impl Conn<'_> {
             }
         };
         if let Some(call) = calls.get(ctx.n_tool) {
-            return self.tool_call_json(ctx, &call.name, &call.args_json, &[], CHUNK_DELAY);
+            let args = substitute_refs(&call.args_json, &ctx.messages);
+            return self.tool_call_json(ctx, &call.name, &args, &[], CHUNK_DELAY);
         }
         let mut pieces = strings(&["Calls ", "done."]);
         for (i, result) in tool_results_after_user(&ctx.messages).iter().enumerate() {
