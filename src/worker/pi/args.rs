@@ -27,6 +27,17 @@ pub fn system_prompt(start: &WorkerStart) -> String {
     );
     let _ = writeln!(prompt, "Your workspace is {}.", spec.cwd);
     let _ = writeln!(prompt, "Your tools: {}.", tool_names(start).join(", "));
+    if let Some(schema) = &spec.result_schema {
+        let _ = writeln!(
+            prompt,
+            "\n## Required result\nThis task requires a structured result. Call submit_result once \
+             with {{\"value\": <your result>}}, the value matching this JSON Schema exactly (no \
+             type coercion; an invalid value is answered with the errors and can be corrected \
+             and submitted again; the first valid value is final). Submitting does not end the \
+             task: finish with your final answer as usual.\n{}",
+            crate::json::to_string(schema).unwrap_or_default()
+        );
+    }
     if !spec.skills.is_empty() {
         let _ = writeln!(
             prompt,
@@ -96,4 +107,78 @@ pub fn arguments(start: &WorkerStart, dirs: &WorkerDirs, extension: &Path) -> Ve
         args.push("--continue".into());
     }
     args
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::core::{ChildRef, CoordinationAction, Party, Role, TaskSpec};
+
+    fn start(spec: TaskSpec) -> WorkerStart {
+        WorkerStart {
+            child: ChildRef {
+                id: uuid::Uuid::from_u128(7),
+                generation: 1,
+            },
+            directory: "x".into(),
+            parent: Party::Root,
+            depth: 1,
+            spec,
+            prompts: vec!["go".into()],
+            resume_session: false,
+        }
+    }
+
+    fn dirs() -> WorkerDirs {
+        WorkerDirs {
+            task: PathBuf::from("/t"),
+            agent: PathBuf::from("/t/agent"),
+            transcripts: PathBuf::from("/t/transcripts"),
+        }
+    }
+
+    #[test]
+    fn slate_tools_follow_the_grants_in_role_order_after_the_builtins() {
+        let mut spec = TaskSpec::new("a", Role::Scout, "/w");
+        assert_eq!(tool_names(&start(spec.clone())), ["read", "grep", "find", "ls"]);
+        spec.result_schema = Some(serde_json::json!({"type": "integer"}));
+        spec.spawn = vec![Role::Scout];
+        spec.coordination = vec![CoordinationAction::Wait];
+        assert_eq!(
+            tool_names(&start(spec)),
+            [
+                "read",
+                "grep",
+                "find",
+                "ls",
+                SUBMIT_RESULT,
+                DELEGATE_TASK,
+                DELEGATE_COORDINATE
+            ]
+        );
+    }
+
+    #[test]
+    fn the_extension_is_loaded_by_absolute_path_with_every_other_extension_off() {
+        let spec = TaskSpec::new("a", Role::General, "/w");
+        let args = arguments(&start(spec), &dirs(), Path::new("/cache/ext/index.ts"));
+        let args: Vec<&str> = args.iter().map(|a| a.to_str().unwrap_or_default()).collect();
+        let e = args.iter().position(|a| *a == "-e").unwrap_or(usize::MAX);
+        assert_eq!(args.get(e + 1), Some(&"/cache/ext/index.ts"), "{args:?}");
+        assert!(args.contains(&"-ne") && args.contains(&"--no-mcp"), "{args:?}");
+        let tools = args.iter().position(|a| *a == "--tools").unwrap_or(usize::MAX);
+        assert_eq!(args.get(tools + 1), Some(&"read,grep,find,ls,write,edit,bash"));
+    }
+
+    #[test]
+    fn a_schema_task_is_told_the_schema_and_how_to_submit() {
+        let mut spec = TaskSpec::new("a", Role::Scout, "/w");
+        spec.result_schema = Some(serde_json::json!({"type": "object", "required": ["n"]}));
+        let prompt = system_prompt(&start(spec));
+        assert!(prompt.contains("submit_result"), "{prompt}");
+        assert!(prompt.contains(r#"{"required":["n"],"type":"object"}"#), "{prompt}");
+        assert!(prompt.contains("Your tools: read, grep, find, ls, submit_result."), "{prompt}");
+    }
 }
