@@ -112,7 +112,8 @@ fn sent(cmd: &Value, next_message: &mut u128) -> Option<Sent> {
     )
 }
 
-/// Requests and tool starts one pass over every trace produces.
+/// Assistant messages (one per model request) and running tools one pass over every trace
+/// produces (what the limits would count; pi workers are counted by their extension's guard).
 fn per_pass(traces: &[Trace]) -> (u32, u32) {
     let mut mapper = PiMapper::new();
     let mut next = 0;
@@ -126,8 +127,8 @@ fn per_pass(traces: &[Trace]) -> (u32, u32) {
         for line in t.stdout.split(|b| *b == b'\n') {
             for o in mapper.line(line) {
                 match o {
-                    Output::Event(WorkerEvent::RequestStart) => requests += 1,
-                    Output::Event(WorkerEvent::ToolStart { .. }) => tools += 1,
+                    Output::Event(WorkerEvent::AssistantStart) => requests += 1,
+                    Output::Event(WorkerEvent::ToolRunning { .. }) => tools += 1,
                     _ => {}
                 }
             }

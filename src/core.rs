@@ -9,6 +9,7 @@ pub mod bounds;
 mod control;
 mod coordinator;
 pub mod effect;
+mod guard;
 pub mod ids;
 pub mod input;
 pub mod lifecycle;
@@ -17,6 +18,7 @@ mod messaging;
 pub mod refusal;
 mod registry;
 pub mod snapshot;
+mod submission;
 pub mod task;
 mod transitions;
 mod worker_events;
@@ -24,7 +26,7 @@ mod worker_events;
 pub use coordinator::{Coordinator, CoordinatorStats};
 pub use effect::{Delivery, Effect, Reply, WaitResult, WindowOutcome, WorkerStart};
 pub use ids::{CallId, ChildRef, MessageId, Millis, Party, RequestId, WaiterId};
-pub use input::{Input, TimerKey, Usage, WorkerEvent};
+pub use input::{GuardKind, Input, TimerKey, Usage, WorkerEvent};
 pub use lifecycle::{AbortReason, CancelCause, LimitReason, PauseReason, Presence, Status};
 pub use message::{Message, MessageMode, ReceiptStatus};
 pub use refusal::Refusal;
@@ -33,6 +35,7 @@ pub use snapshot::{
     RegistryEventKind, Retry, StatusView, Streaming, StructuredOutcome, Telemetry, Tokens,
     Validation, WaitOutcome, Window,
 };
+pub use submission::SubmitStatus;
 pub use task::{
     BuiltinTool, CapabilityDenial, CoordinationAction, LimitOverrides, Limits, LogicalAction,
     ModelSelection, PlannedRoute, Renewal, Role, TaskSpec,

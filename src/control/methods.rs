@@ -24,7 +24,7 @@ use crate::control::protocol::ControlError;
 use crate::control::summary::FleetSummary;
 use crate::core::{
     AgentPresence, ChildRef, ChildSnapshot, MessageId, MessageMode, RegistryEvent, Reply,
-    StatusView, WindowOutcome,
+    StatusView, SubmitStatus, WindowOutcome,
 };
 use crate::policy::scheduling::SchedulingPolicy;
 
@@ -55,7 +55,9 @@ pub fn decode<T: DeserializeOwned>(params: Value) -> Result<T, ControlError> {
     })
 }
 
-/// An exact `"UUID@generation"` target (never a prefix, never "latest").
+/// An exact generation (never a prefix, never "latest"). Read from `"UUID@generation"` or
+/// from the contract's `ChildRef` object `{"id": "UUID", "generation": N}` (`generation` an
+/// integer from 1, no other member); always written as the string.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Target(pub ChildRef);
 
@@ -79,8 +81,77 @@ impl Serialize for Target {
 
 impl<'de> Deserialize<'de> for Target {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        text.parse().map(Self).map_err(serde::de::Error::custom)
+        deserializer.deserialize_any(TargetVisitor)
+    }
+}
+
+struct TargetVisitor;
+
+impl<'de> serde::de::Visitor<'de> for TargetVisitor {
+    type Value = Target;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(r#""UUID@generation" or {"id": "UUID", "generation": N}"#)
+    }
+
+    fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Target, E> {
+        text.parse().map(Target).map_err(E::custom)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Target, A::Error> {
+        use serde::de::Error as _;
+        let (mut id, mut generation) = (None, None);
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "id" if id.is_none() => {
+                    let text = map.next_value::<String>()?;
+                    id = Some(crate::core::ids::parse_full_uuid(&text).map_err(A::Error::custom)?);
+                }
+                "generation" if generation.is_none() => {
+                    generation = Some(map.next_value::<TargetGeneration>()?.0);
+                }
+                "id" | "generation" => {
+                    return Err(A::Error::custom(format_args!("duplicate field `{key}`")));
+                }
+                other => return Err(A::Error::unknown_field(other, &["id", "generation"])),
+            }
+        }
+        let id = id.ok_or_else(|| A::Error::missing_field("id"))?;
+        let generation = generation.ok_or_else(|| A::Error::missing_field("generation"))?;
+        Ok(Target(ChildRef::new(id, generation)))
+    }
+}
+
+/// An object target's `generation`: a JSON integer from 1 to 4294967295 (no float, string
+/// or sign).
+struct TargetGeneration(u32);
+
+impl<'de> Deserialize<'de> for TargetGeneration {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = TargetGeneration;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a generation: an integer from 1 to 4294967295")
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<TargetGeneration, E> {
+                u32::try_from(n)
+                    .ok()
+                    .filter(|&g| g >= 1)
+                    .map(TargetGeneration)
+                    .ok_or_else(|| E::invalid_value(serde::de::Unexpected::Unsigned(n), &self))
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<TargetGeneration, E> {
+                match u64::try_from(n) {
+                    Ok(n) => self.visit_u64(n),
+                    Err(_) => Err(E::invalid_value(serde::de::Unexpected::Signed(n), &self)),
+                }
+            }
+        }
+        deserializer.deserialize_u64(Visitor)
     }
 }
 
@@ -94,9 +165,22 @@ impl JsonSchema for Target {
 
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
-            "type": "string",
-            "description": "An exact generation, \"UUID@generation\" (36-character hyphenated UUID; generation from 1, no leading zero).",
-            "pattern": format!("^{UUID_PATTERN}@[1-9][0-9]*$"),
+            "description": "An exact generation (never a prefix, never \"latest\"): the string \"UUID@generation\" (36-character hyphenated UUID; generation from 1, no leading zero), or the contract's object {\"id\": \"UUID\", \"generation\": N}. Slate always writes the string.",
+            "oneOf": [
+                {
+                    "type": "string",
+                    "pattern": format!("^{UUID_PATTERN}@[1-9][0-9]*$"),
+                },
+                {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string", "pattern": format!("^{UUID_PATTERN}$")},
+                        "generation": {"type": "integer", "minimum": 1, "maximum": u32::MAX},
+                    },
+                    "required": ["id", "generation"],
+                    "additionalProperties": false,
+                },
+            ],
         })
     }
 }
@@ -246,6 +330,36 @@ pub struct RenewParams {
     pub result_schema: Option<Value>,
 }
 
+/// `guard` (child-only): asked by the worker's extension before a model request, a
+/// compaction or a tool execution; the coordinator counts it or refuses it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "camelCase", deny_unknown_fields)]
+pub enum GuardParams {
+    /// Before an agent-turn model request is forwarded (pi `before_provider_request`).
+    Request {},
+    /// Before a compaction or branch summary (pi `session_before_compact` /
+    /// `session_before_tree`): a model request, counted as one.
+    Compaction {},
+    /// Before a tool executes (pi `tool_call`).
+    Tool {
+        /// The tool's name.
+        tool: String,
+        /// pi's `toolCallId`.
+        #[serde(rename = "callId")]
+        call_id: String,
+    },
+}
+
+/// `submit` (child-only): one `submit_result` attempt.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SubmitParams {
+    /// The value exactly as the model wrote it; validated strictly (no coercion) against the
+    /// generation's `resultSchema`.
+    #[schemars(with = "Value")]
+    pub value: Value,
+}
+
 // ---- results --------------------------------------------------------------------------
 
 /// `hello`: who answers, and the version now in use.
@@ -320,6 +434,36 @@ pub enum StatusResult {
 pub struct DelegateOutcome {
     pub admitted: Reply,
     pub outcome: WindowOutcome,
+    /// The model-facing preview of `outcome.outcomes`, in order ([Full output artifacts and
+    /// previews]): a references header, then each field clipped to 2048 characters with a
+    /// label, within 50 KB / 2000 lines (`policy::preview::preview`).
+    pub preview: String,
+}
+
+/// `guard`: whether the worker may go ahead.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GuardResult {
+    pub allow: bool,
+    /// Why not (model- and user-facing; starts with `out of budget:`). Only when denied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// `submit`: what became of the attempt.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SubmitResult {
+    /// `submitted` (valid, and now final), `invalid` (may be corrected and submitted again)
+    /// or `duplicate` (a valid value was accepted before; nothing changed, not an attempt).
+    pub status: SubmitStatus,
+    /// Validation attempts so far (duplicates and refused calls are not attempts).
+    pub attempts: u32,
+    /// This attempt's errors, `"<JSON Pointer>: <message>"`, at most 32; empty unless invalid.
+    #[schemars(length(max = 32))]
+    pub errors: Vec<String>,
+    /// What to tell the model (the `submit_result` tool's output).
+    pub message: String,
 }
 
 /// `delegate`: background answers at admission, foreground once the window drains.
@@ -467,6 +611,10 @@ methods! {
     Profiles = "profiles", NoParams => ProfilesResult;
     Policy = "policy", NoParams => SchedulingPolicy;
     Shutdown = "shutdown", NoParams => ShutdownResult;
+    /// Child-only: before a model request, compaction or tool execution of the caller.
+    Guard = "guard", GuardParams => GuardResult;
+    /// Child-only: one structured-result attempt of the caller (`submit_result`).
+    Submit = "submit", SubmitParams => SubmitResult;
 }
 
 /// A request line as a client writes it.

@@ -13,30 +13,35 @@ use tokio::sync::broadcast;
 use crate::config::live::{LivePolicy, PolicyUnavailable};
 use crate::config::{Loaded, ProfilesView};
 use crate::control::methods::{
-    DelegateOutcome, DelegateParams, DelegateResult, Event, FleetStats, FleetStatus,
-    ProfilesResult, RenewParams, Request, ShutdownResult, StatusParams, StatusResult, Target,
-    TranscriptResult,
+    DelegateOutcome, DelegateParams, DelegateResult, Event, FleetStats, FleetStatus, GuardParams,
+    GuardResult, ProfilesResult, RenewParams, Request, ShutdownResult, StatusParams, StatusResult,
+    SubmitParams, SubmitResult, Target, TranscriptResult,
 };
 use crate::control::protocol::{ControlError, Payload};
 use crate::control::server::{BoxFuture, Handler, Session};
 use crate::control::session_routing::SessionRouting;
 use crate::control::summary::{FleetSummary, SummaryRow};
-use crate::core::{ChildRef, Input, Party, Refusal, Renewal, Reply, RequestId};
+use crate::core::{ChildRef, GuardKind, Input, Party, Refusal, Renewal, Reply, RequestId};
 use crate::policy::Problems;
 use crate::policy::capabilities::{OfferedTool, effective};
 use crate::policy::model::ModelContext;
 use crate::policy::request::{DelegateCall, SubagentRequest, parse_delegate_task, parse_subagent};
 use crate::policy::resolve::{ResolveContext, resolve_call};
-use crate::policy::schema::validate_schema;
-use crate::runtime::{RuntimeEvent, RuntimeHandle};
+use crate::policy::schema::{validate_schema, validate_value};
+use crate::runtime::{RuntimeEvent, RuntimeHandle, WhenAbandoned};
 use crate::store::fs::RealFs;
 
 /// What a child generation may ask (the contract's child-local `delegate_task` and
-/// `delegate_coordinate` actions); every other method is root-only: `status`, `stop`, `park`,
-/// `resume`, `followup`, `revive` by the contract, and the fleet reads and operator controls
-/// because a child gets "no child registry enumeration, transcript read or arbitrary
-/// resource lookup".
-pub const CHILD_METHODS: [&str; 4] = ["delegate", "message", "inbox", "wait"];
+/// `delegate_coordinate` actions, and its extension's request/tool guard and
+/// `submit_result`); every other method is root-only: `status`, `stop`, `park`, `resume`,
+/// `followup`, `revive` by the contract, and the fleet reads and operator controls because a
+/// child gets "no child registry enumeration, transcript read or arbitrary resource lookup".
+pub const CHILD_METHODS: [&str; 6] = ["delegate", "message", "inbox", "wait", "guard", "submit"];
+
+/// Methods only a worker generation may call: they act on the caller's own window (its
+/// counters, its structured result), and the root has neither ("no UUID/generation-targetable
+/// submission API exists").
+pub const CHILD_ONLY_METHODS: [&str; 2] = ["guard", "submit"];
 
 /// The party every core input of a request acts as: its connection's caller.
 fn actor(session: &Session) -> Party {
@@ -220,6 +225,26 @@ impl Service {
                     .map_err(|e| ControlError::internal(&e.to_string()))?,
             )),
             Request::Policy(_) => raw(&self.policy.current()?.profiles.scheduling),
+            Request::Guard(p) => {
+                let child = own_generation(actor, "guard")?;
+                let kind = match p {
+                    GuardParams::Request {} => GuardKind::Request,
+                    GuardParams::Compaction {} => GuardKind::Compaction,
+                    GuardParams::Tool { tool, .. } => GuardKind::Tool { name: tool },
+                };
+                let reply = self
+                    .core(move |request| Input::Guard {
+                        request,
+                        child,
+                        kind,
+                    })
+                    .await?;
+                match reply {
+                    Reply::Guard { allow, reason } => raw(&GuardResult { allow, reason }),
+                    other => Err(unexpected("guard", &other)),
+                }
+            }
+            Request::Submit(p) => raw(&self.submit(own_generation(actor, "submit")?, p).await?),
             Request::Shutdown(_) => {
                 let rt = self.rt.clone();
                 tokio::spawn(async move {
@@ -369,15 +394,68 @@ impl Service {
                 .await?;
             return Ok(DelegateResult::Background(reply));
         }
-        let fg = self.rt.delegate(actor, tasks).await??;
-        let outcome = fg
-            .outcome
+        // A child waits in its `delegate_task`: when that is aborted (its connection closes
+        // and this future is dropped) the window is cancelled and drained. The operator's
+        // window goes on, owned by the coordinator.
+        let abandoned = match actor {
+            Party::Root => WhenAbandoned::GoesOn,
+            Party::Child(_) => WhenAbandoned::Cancels,
+        };
+        let mut fg = self.rt.delegate_with(actor, tasks, abandoned).await??;
+        let outcome = (&mut fg.outcome)
             .await
             .map_err(|_| ControlError::shutting_down())?;
+        let preview = crate::policy::preview::preview(&outcome.outcomes);
         Ok(DelegateResult::Foreground(Box::new(DelegateOutcome {
             admitted: fg.admitted,
             outcome,
+            preview,
         })))
+    }
+
+    /// `submit_result`: `value` validated strictly against the caller's admitted
+    /// `resultSchema`, then recorded by the core.
+    async fn submit(&self, child: ChildRef, p: SubmitParams) -> Result<SubmitResult, ControlError> {
+        let schema = self
+            .rt
+            .query(move |c| {
+                c.admitted_spec(child)
+                    .map(|spec| spec.result_schema.clone())
+            })
+            .await?
+            .ok_or(Refusal::UnknownIdentity(child))?
+            .ok_or(Refusal::NoResultSchema { actor: child })?;
+        // Checked at admission: a failure here is a bug, not the caller's.
+        let schema = validate_schema(&schema, "$.resultSchema").map_err(|problems| {
+            ControlError::internal(&format!(
+                "the admitted resultSchema of {child} no longer passes the subset guard: {}",
+                Problems(problems)
+            ))
+        })?;
+        let errors = validate_value(&schema, &p.value);
+        let value = p.value;
+        let reply = self
+            .core(move |request| Input::Submit {
+                request,
+                child,
+                value,
+                errors,
+            })
+            .await?;
+        match reply {
+            Reply::Submit {
+                status,
+                attempts,
+                errors,
+                message,
+            } => Ok(SubmitResult {
+                status,
+                attempts,
+                errors,
+                message,
+            }),
+            other => Err(unexpected("submit", &other)),
+        }
     }
 
     /// Followup or revive: current profile grants for the target's role, intersected by the
@@ -513,15 +591,22 @@ impl Handler for Service {
     ) -> BoxFuture<'a, Result<Payload, ControlError>> {
         Box::pin(async move {
             let request = Request::parse(method, params)?;
-            if let Party::Child(child) = actor(session)
-                && !CHILD_METHODS.contains(&request.method())
-            {
-                // Refused before anything is looked up: a child learns nothing about others.
-                return Err(Refusal::RootOnly {
-                    action: request.method(),
-                    actor: child,
+            match actor(session) {
+                Party::Child(child) if !CHILD_METHODS.contains(&request.method()) => {
+                    // Refused before anything is looked up: a child learns nothing about others.
+                    return Err(Refusal::RootOnly {
+                        action: request.method(),
+                        actor: child,
+                    }
+                    .into());
                 }
-                .into());
+                Party::Root if CHILD_ONLY_METHODS.contains(&request.method()) => {
+                    return Err(Refusal::ChildOnly {
+                        action: request.method(),
+                    }
+                    .into());
+                }
+                _ => {}
             }
             self.dispatch(request, session).await
         })
@@ -543,6 +628,23 @@ impl From<PolicyUnavailable> for ControlError {
         let data = serde_json::to_value(&e.problems).unwrap_or(Value::Null);
         ControlError::invalid_request(&e.to_string()).with_data(data)
     }
+}
+
+/// The generation a child-only method acts on: the caller's own.
+fn own_generation(actor: Party, action: &'static str) -> Result<ChildRef, ControlError> {
+    match actor {
+        Party::Child(child) => Ok(child),
+        Party::Root => Err(Refusal::ChildOnly { action }.into()),
+    }
+}
+
+/// The core answered a request with a reply of another method: a bug.
+fn unexpected(method: &str, reply: &Reply) -> ControlError {
+    let kind = serde_json::to_value(reply)
+        .ok()
+        .and_then(|v| v.get("kind").and_then(Value::as_str).map(str::to_owned))
+        .unwrap_or_default();
+    ControlError::internal(&format!("{method}: the coordinator answered {kind:?}"))
 }
 
 /// A typed result as JSON text, written once (no intermediate tree).

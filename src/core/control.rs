@@ -63,6 +63,29 @@ impl Coordinator {
         })
     }
 
+    /// The caller of foreground admission `request` cancelled its call: mark every member
+    /// whose window has not drained (and its subtree) before any dequeue, then let them drain.
+    /// Members that drained keep their outcome; the one window outcome still follows.
+    pub(crate) fn cancel_call(&mut self, request: RequestId) {
+        let Some(call) = self
+            .calls
+            .values()
+            .find(|c| c.request == request && c.delivery == Delivery::Foreground)
+        else {
+            return;
+        };
+        let open: Vec<ChildRef> = call
+            .items
+            .iter()
+            .zip(&call.drained)
+            .filter(|(_, drained)| drained.is_none())
+            .map(|(&item, _)| item)
+            .collect();
+        for item in open {
+            self.cancel_subtree(item, CancelCause::CallerCancelled);
+        }
+    }
+
     /// Record parked presence on a disposed idle current generation.
     pub(crate) fn park(&mut self, actor: Party, target: ChildRef) -> Result<Reply, Refusal> {
         Self::require_root(actor, "park")?;

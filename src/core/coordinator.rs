@@ -191,6 +191,7 @@ impl Coordinator {
                 timeout_ms,
             } => self.wait(request, actor, target, message_id, timeout_ms),
             Input::CancelWait { request } => self.cancel_wait(request),
+            Input::CancelCall { request } => self.cancel_call(request),
             Input::Park {
                 request,
                 actor,
@@ -227,6 +228,17 @@ impl Coordinator {
             }
             Input::ParentToolEnd { call } => self.parent_mutations.retain(|c| *c != call),
             Input::Worker { child, event } => self.worker_event(child, event),
+            Input::Guard {
+                request,
+                child,
+                kind,
+            } => self.guard(request, child, kind),
+            Input::Submit {
+                request,
+                child,
+                value,
+                errors,
+            } => self.submit(request, child, value, errors),
             Input::Published { child, result } => self.published(child, result),
             Input::Timer(key) => self.timer(key),
             Input::Shutdown { request } => self.shutdown(request),

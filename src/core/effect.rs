@@ -8,6 +8,7 @@ use crate::core::lifecycle::AbortReason;
 use crate::core::message::{Message, MessageMode};
 use crate::core::refusal::Refusal;
 use crate::core::snapshot::{ChildSnapshot, StatusView, WaitOutcome};
+use crate::core::submission::SubmitStatus;
 use crate::core::task::TaskSpec;
 
 /// One effect. The runtime executes them in order.
@@ -122,6 +123,23 @@ pub enum Reply {
     },
     Status {
         view: Box<StatusView>,
+    },
+    /// A dispatch guard's answer (`Input::Guard`); `reason` says why it was denied. Only
+    /// `guard` answers it (the service turns it into `GuardResult`), so it is not part of
+    /// the schema of the methods that answer a `Reply`.
+    #[schemars(skip)]
+    Guard {
+        allow: bool,
+        reason: Option<String>,
+    },
+    /// What became of one `submit_result` attempt (`Input::Submit`); only `submit` answers
+    /// it (as `SubmitResult`).
+    #[schemars(skip)]
+    Submit {
+        status: SubmitStatus,
+        attempts: u32,
+        errors: Vec<String>,
+        message: String,
     },
     Ok,
 }

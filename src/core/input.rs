@@ -62,6 +62,12 @@ pub enum Input {
     /// removed without a reply, freeing its slot of the pending-waiter bound. A request that
     /// is not a pending wait changes nothing.
     CancelWait { request: RequestId },
+    /// The caller of the foreground admission `request` cancelled its call (a child whose
+    /// `delegate_task` was aborted; its connection closed while it waited). Every unsettled
+    /// member of that call's window, and its subtree, is marked cancelled before any dequeue,
+    /// then drains; members already drained keep their outcome. Internal authority: no actor
+    /// check. An unknown or already delivered call changes nothing.
+    CancelCall { request: RequestId },
     Park {
         request: RequestId,
         actor: Party,
@@ -98,6 +104,23 @@ pub enum Input {
     ParentToolEnd { call: String },
     /// Something a worker did.
     Worker { child: ChildRef, event: WorkerEvent },
+    /// A worker's extension asks before a model request, a compaction or a tool execution:
+    /// the same decision as [`WorkerEvent::RequestStart`] / [`WorkerEvent::ToolStart`], with
+    /// the answer as `Reply::Guard`.
+    Guard {
+        request: RequestId,
+        child: ChildRef,
+        kind: GuardKind,
+    },
+    /// A worker's `submit_result`: `value` as the model wrote it and its validation `errors`
+    /// against the generation's `resultSchema` (empty = valid), recorded with the rules of
+    /// [`WorkerEvent::Submission`] and answered as `Reply::Submit`.
+    Submit {
+        request: RequestId,
+        child: ChildRef,
+        value: serde_json::Value,
+        errors: Vec<String>,
+    },
     /// The runtime finished (or failed) publishing a generation's artifacts.
     Published {
         child: ChildRef,
@@ -107,6 +130,17 @@ pub enum Input {
     Timer(TimerKey),
     /// Close admission and dequeue, cancel and drain everything.
     Shutdown { request: RequestId },
+}
+
+/// What a dispatch guard is asked about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GuardKind {
+    /// One agent-turn model request.
+    Request,
+    /// A compaction or branch summary: a model request too, counted as one.
+    Compaction,
+    /// One executable tool invocation.
+    Tool { name: String },
 }
 
 /// Timers the core asks the runtime to arm.
@@ -143,10 +177,20 @@ pub enum WorkerEvent {
     SetupFailed {
         error: String,
     },
-    /// One model request is about to start (including provider retries pi shows as requests).
+    /// One model request is about to start (including provider retries): counted against
+    /// `limits.requests`, and its assistant message streams from the start. The simulated
+    /// worker's request guard; a pi worker is counted by its extension's `guard` instead.
     RequestStart,
-    /// One executable tool invocation is starting.
+    /// One executable tool invocation is starting: counted against `limits.tools` (the
+    /// simulated worker's tool guard; pi workers are counted by `guard`).
     ToolStart {
+        name: String,
+    },
+    /// An assistant message started (pi `message_start`): it streams from the start.
+    /// Not counted.
+    AssistantStart,
+    /// A tool started executing (pi `tool_execution_start`): activity only, not counted.
+    ToolRunning {
         name: String,
     },
     ToolEnd {

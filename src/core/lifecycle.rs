@@ -110,6 +110,9 @@ pub enum CancelCause {
     Ancestor,
     /// The parent runtime is shutting down.
     Shutdown,
+    /// The caller of the foreground call that admitted it cancelled that call (a child whose
+    /// `delegate_task` was aborted while it waited).
+    CallerCancelled,
 }
 
 impl CancelCause {
@@ -126,6 +129,9 @@ impl CancelCause {
             ),
             CancelCause::Ancestor => "an ancestor was cancelled, so its subtree was too".to_owned(),
             CancelCause::Shutdown => "the parent runtime shut down".to_owned(),
+            CancelCause::CallerCancelled => {
+                "the delegating parent cancelled the foreground call that started it".to_owned()
+            }
         }
     }
 }

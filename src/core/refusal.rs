@@ -116,6 +116,15 @@ pub enum Refusal {
         action: &'static str,
         actor: ChildRef,
     },
+    #[error("{action}: only a worker generation can call it")]
+    ChildOnly { action: &'static str },
+    #[error(
+        "{action}: {actor} has ended (its prompt resolved or its worker exited); nothing more is accepted from it"
+    )]
+    ActorEnded {
+        action: &'static str,
+        actor: ChildRef,
+    },
     #[error("actor: {actor} is {status}; child actions need a running, non-cancelling generation")]
     ActorNotRunning { actor: ChildRef, status: Status },
     #[error("coordination: {actor} is not granted the {action:?} action")]
@@ -123,6 +132,10 @@ pub enum Refusal {
         actor: ChildRef,
         action: &'static str,
     },
+    #[error(
+        "submit: {actor} has no resultSchema, so it has no structured result to submit; give the result in the final answer"
+    )]
+    NoResultSchema { actor: ChildRef },
     #[error("generations: {reference} reached the maximum of {max} generations per identity")]
     GenerationLimit { reference: ChildRef, max: u32 },
     #[error(
@@ -209,8 +222,11 @@ impl Refusal {
             Refusal::InvalidState { .. } => "invalid-state",
             Refusal::InvalidPresence { .. } => "invalid-presence",
             Refusal::RootOnly { .. } => "root-only",
+            Refusal::ChildOnly { .. } => "child-only",
+            Refusal::ActorEnded { .. } => "actor-ended",
             Refusal::ActorNotRunning { .. } => "actor-not-running",
             Refusal::NotGranted { .. } => "not-granted",
+            Refusal::NoResultSchema { .. } => "no-result-schema",
             Refusal::GenerationLimit { .. } => "generation-limit",
             Refusal::ParentInactive { .. } => "parent-inactive",
             Refusal::WriterLeaseHeld { .. } => "writer-lease-held",

@@ -1,15 +1,16 @@
-//! Applying what workers report: setup, requests and tools (hard limits), output and
-//! telemetry, structured submissions, prompt resolution, exit, and publication.
+//! Applying what workers report: setup, requests and tools (through the dispatch guard,
+//! `core::guard`), output and telemetry, structured submissions (`core::submission`), prompt
+//! resolution, exit, and publication.
 
-use crate::core::bounds::{ACTIVITY_CHARS, PROGRESS_CHARS, STREAM_INTERVAL_MS, SUBMISSION_ERRORS};
+use crate::core::bounds::{ACTIVITY_CHARS, PROGRESS_CHARS, STREAM_INTERVAL_MS};
 use crate::core::coordinator::Coordinator;
 use crate::core::effect::Effect;
 use crate::core::ids::ChildRef;
-use crate::core::input::{TimerKey, Usage, WorkerEvent};
-use crate::core::lifecycle::{LimitReason, Status};
+use crate::core::input::{GuardKind, TimerKey, Usage, WorkerEvent};
+use crate::core::lifecycle::Status;
 use crate::core::message::ReceiptStatus;
 use crate::core::registry::Intent;
-use crate::core::snapshot::{Artifacts, Streaming, Validation};
+use crate::core::snapshot::{Artifacts, Streaming};
 
 impl Coordinator {
     pub(crate) fn worker_event(&mut self, r: ChildRef, event: WorkerEvent) {
@@ -35,8 +36,21 @@ impl Coordinator {
             WorkerEvent::SetupFailed { error } => {
                 self.prompt_resolved(r, Some(format!("setup failed: {error}")), false);
             }
-            WorkerEvent::RequestStart => self.request_started(r),
-            WorkerEvent::ToolStart { name } => self.tool_started(r, name),
+            // The simulated worker's guards: the same decision as `Input::Guard`, whose
+            // answer it cannot hear (a denial commits what it commits, nothing is counted).
+            WorkerEvent::RequestStart => {
+                self.assistant_started(r);
+                let _ = self.dispatch_guard(r, GuardKind::Request);
+            }
+            WorkerEvent::ToolStart { name } => {
+                let _ = self.dispatch_guard(r, GuardKind::Tool { name });
+            }
+            WorkerEvent::AssistantStart => self.assistant_started(r),
+            WorkerEvent::ToolRunning { name } => {
+                if !self.gen_ref(r).worker.settled {
+                    self.tool_activity(r, name);
+                }
+            }
             WorkerEvent::ToolEnd { name, is_error } => {
                 // `"{name} failed"` / `"{name} done"`, reusing the name's allocation.
                 let mut line = name;
@@ -63,27 +77,7 @@ impl Coordinator {
                 provider,
                 id,
                 effort,
-            } => {
-                let g = self.gen_mut(r);
-                // A resumed window continues on the latest accepted route, not the first.
-                g.spec.model = Some(crate::core::task::ModelSelection {
-                    provider: provider.clone(),
-                    id: id.clone(),
-                    effort: effort.clone(),
-                });
-                let snap = &mut g.snap;
-                snap.activity = Some(clip_owned(
-                    format!("recovery: switched to {logical} via {provider}/{id}"),
-                    ACTIVITY_CHARS,
-                ));
-                snap.model = Some(format!("{provider}/{id}"));
-                snap.effort = effort;
-                if let Some(action) = snap.logical.as_mut() {
-                    action.route_model = logical;
-                    action.route_provider = provider;
-                    action.switches = action.switches.saturating_add(1);
-                }
-            }
+            } => self.route_accepted(r, logical, provider, &id, effort),
             WorkerEvent::MessageQueued { message } => {
                 self.advance_receipt(r, message, ReceiptStatus::Queued, None);
             }
@@ -96,7 +90,10 @@ impl Coordinator {
             WorkerEvent::MessageFailed { message, error } => {
                 self.advance_receipt(r, message, ReceiptStatus::Error, Some(error));
             }
-            WorkerEvent::Submission { value, errors } => self.submission(r, value, errors),
+            WorkerEvent::Submission { value, errors } => {
+                // Nobody hears the receipt; a refused (late) attempt changes nothing.
+                let _ = self.record_submission(r, value, errors);
+            }
             WorkerEvent::Settled { error } => {
                 self.gen_mut(r).snap.retry = None;
                 self.prompt_resolved(r, error, true);
@@ -191,41 +188,42 @@ impl Coordinator {
         }
     }
 
-    /// Request guard: checked before forwarding. The first request over the limit is not
-    /// counted; it commits the `requests` limit and aborts.
-    fn request_started(&mut self, r: ChildRef) {
-        if self.gen_ref(r).worker.settled {
-            return;
+    /// Recovery switched the worker to another route of its logical action.
+    fn route_accepted(
+        &mut self,
+        r: ChildRef,
+        logical: String,
+        provider: String,
+        id: &str,
+        effort: Option<String>,
+    ) {
+        let g = self.gen_mut(r);
+        // A resumed window continues on the latest accepted route, not the first.
+        g.spec.model = Some(crate::core::task::ModelSelection {
+            provider: provider.clone(),
+            id: id.to_owned(),
+            effort: effort.clone(),
+        });
+        let snap = &mut g.snap;
+        snap.activity = Some(clip_owned(
+            format!("recovery: switched to {logical} via {provider}/{id}"),
+            ACTIVITY_CHARS,
+        ));
+        snap.model = Some(format!("{provider}/{id}"));
+        snap.effort = effort;
+        if let Some(action) = snap.logical.as_mut() {
+            action.route_model = logical;
+            action.route_provider = provider;
+            action.switches = action.switches.saturating_add(1);
         }
-        // A new assistant message (or a retry's) streams from the start.
-        if self.gen_ref(r).snap.streaming.is_some() {
-            self.gen_mut(r).snap.streaming = None;
-        }
-        let g = self.gen_ref(r);
-        let used = g.snap.telemetry.requests.unwrap_or(0);
-        if used >= g.snap.limits.requests {
-            self.commit_limit(r, LimitReason::Requests);
-            return;
-        }
-        self.gen_mut(r).snap.telemetry.requests = Some(used + 1);
     }
 
-    /// Tool guard: entered executions count; the first one over the limit cancels.
-    fn tool_started(&mut self, r: ChildRef, name: String) {
+    /// A new assistant message (or a retry's) streams from the start.
+    fn assistant_started(&mut self, r: ChildRef) {
         let g = self.gen_ref(r);
-        if g.worker.settled {
-            return;
+        if !g.worker.settled && g.snap.streaming.is_some() {
+            self.gen_mut(r).snap.streaming = None;
         }
-        if g.snap.tool_calls >= g.snap.limits.tools {
-            self.commit_limit(r, LimitReason::Tools);
-            return;
-        }
-        let g = self.gen_mut(r);
-        g.snap.tool_calls += 1;
-        // `"{name} …"`, reusing the name's allocation.
-        let mut line = name;
-        line.push_str(" …");
-        g.snap.activity = Some(clip_owned(line, ACTIVITY_CHARS));
     }
 
     fn assistant_message(&mut self, r: ChildRef, text: String, usage: Option<Usage>) {
@@ -248,30 +246,6 @@ impl Coordinator {
             }
         }
         g.last_text = Some(text);
-    }
-
-    fn submission(&mut self, r: ChildRef, value: serde_json::Value, errors: Vec<String>) {
-        if self.gen_ref(r).worker.settled {
-            // The prompt already resolved: a late submission cannot change the decided outcome.
-            return;
-        }
-        let g = self.gen_mut(r);
-        let Some(outcome) = g.snap.outcome.as_mut() else {
-            return;
-        };
-        // The first valid submission is immutable; duplicates are not attempts.
-        if outcome.validation == Validation::Submitted || outcome.finalized {
-            return;
-        }
-        outcome.attempts += 1;
-        if errors.is_empty() {
-            outcome.validation = Validation::Submitted;
-            outcome.errors.clear();
-            outcome.value = Some(value);
-        } else {
-            outcome.validation = Validation::Invalid;
-            outcome.errors = errors.into_iter().take(SUBMISSION_ERRORS).collect();
-        }
     }
 
     /// The prompt resolved (or setup failed, or the worker died). Decide the final status
@@ -396,7 +370,7 @@ pub fn keep_tail(text: String, max: usize) -> String {
 }
 
 /// [`clip_chars`] of an owned string, reusing its allocation when nothing is cut.
-fn clip_owned(text: String, max: usize) -> String {
+pub(crate) fn clip_owned(text: String, max: usize) -> String {
     if text.len() <= max {
         text
     } else {

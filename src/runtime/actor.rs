@@ -254,6 +254,7 @@ impl Actor {
                     self.apply(Input::CancelWait { request });
                 }
             }
+            Msg::CancelCall(request) => self.apply(Input::CancelCall { request }),
         }
     }
 

@@ -27,6 +27,9 @@ pub(crate) enum Msg {
     /// The caller of `request` stopped waiting for its reply (its future was dropped, e.g.
     /// because its control connection closed): a pending wait of it is cancelled.
     Abandoned(RequestId),
+    /// The caller of foreground admission `request` cancelled its call
+    /// ([`WhenAbandoned::Cancels`]): the window's unsettled members are cancelled and drain.
+    CancelCall(RequestId),
 }
 
 /// Request ids, shared by every handle and the actor, so a caller knows its id before the
@@ -55,6 +58,43 @@ impl Drop for Abandon<'_> {
     }
 }
 
+/// What becomes of a foreground window when its caller stops waiting for it (drops the
+/// future or the [`Foreground`] before the outcome arrived).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WhenAbandoned {
+    /// The window goes on, owned by the coordinator, and its outcome is published like a
+    /// background one: the operator's `slate delegate` that was killed.
+    GoesOn,
+    /// The caller's cancellation ([Registry, controls and final delivery]: "caller
+    /// foreground cancellation marks all unsettled assignments then drains their
+    /// subtrees"): a child whose `delegate_task` was aborted, its connection closed.
+    Cancels,
+}
+
+/// Sends [`Msg::CancelCall`] when dropped, while armed.
+struct CancelOnDrop {
+    tx: mpsc::UnboundedSender<Msg>,
+    request: RequestId,
+    armed: bool,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = self.tx.send(Msg::CancelCall(self.request));
+        }
+    }
+}
+
+impl std::fmt::Debug for CancelOnDrop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CancelOnDrop")
+            .field("request", &self.request)
+            .field("armed", &self.armed)
+            .finish_non_exhaustive()
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
     #[error("the runtime has stopped")]
@@ -65,10 +105,13 @@ pub enum RuntimeError {
     Store(String),
 }
 
-/// A foreground call: the admission reply now, the ordered window outcome later.
+/// A foreground call: the admission reply now, the ordered window outcome later. Dropped
+/// before the outcome arrived, it does what the call's [`WhenAbandoned`] says (once the
+/// outcome was sent the call is gone, and a cancellation then changes nothing).
 pub struct Foreground {
     pub admitted: Reply,
     pub outcome: oneshot::Receiver<WindowOutcome>,
+    _caller: CancelOnDrop,
 }
 
 /// A cheap, cloneable handle. When every handle is dropped the runtime shuts down.
@@ -108,16 +151,30 @@ impl RuntimeHandle {
     }
 
     /// Admit a foreground batch: the reply now, the ordered outcome once the window drains.
+    /// A caller that goes away leaves the window to the coordinator ([`WhenAbandoned::GoesOn`]).
     pub async fn delegate(
         &self,
         actor: Party,
         tasks: Vec<TaskSpec>,
     ) -> Result<Result<Foreground, Refusal>, RuntimeError> {
+        self.delegate_with(actor, tasks, WhenAbandoned::GoesOn)
+            .await
+    }
+
+    /// [`Self::delegate`], saying what becomes of the window if this caller goes away, even
+    /// before the admission reply arrived.
+    pub async fn delegate_with(
+        &self,
+        actor: Party,
+        tasks: Vec<TaskSpec>,
+        abandoned: WhenAbandoned,
+    ) -> Result<Result<Foreground, Refusal>, RuntimeError> {
         let (reply, answer) = oneshot::channel();
         let (outcome_tx, outcome) = oneshot::channel();
+        let request = self.ids.next();
         self.tx
             .send(Msg::Request {
-                request: self.ids.next(),
+                request,
                 build: Box::new(move |request| Input::Admit {
                     request,
                     actor,
@@ -128,8 +185,25 @@ impl RuntimeHandle {
                 foreground: Some(outcome_tx),
             })
             .map_err(|_| RuntimeError::Gone)?;
+        // Armed before the reply: the actor handles messages in order, so a cancellation
+        // sent while admission is pending finds the call admitted (or no call at all).
+        let mut caller = CancelOnDrop {
+            tx: self.tx.clone(),
+            request,
+            armed: abandoned == WhenAbandoned::Cancels,
+        };
         let admitted = answer.await.map_err(|_| RuntimeError::Gone)?;
-        Ok(admitted.map(|admitted| Foreground { admitted, outcome }))
+        Ok(match admitted {
+            Ok(admitted) => Ok(Foreground {
+                admitted,
+                outcome,
+                _caller: caller,
+            }),
+            Err(refusal) => {
+                caller.armed = false;
+                Err(refusal)
+            }
+        })
     }
 
     /// Run a read against the live registry.

@@ -4,7 +4,8 @@
 use serde_json::{Value, json};
 use slate::core::{
     ChildRef, ChildSnapshot, Coordinator, Effect, Input, LimitOverrides, LimitReason, Millis,
-    Party, Renewal, Reply, RequestId, Role, Status, TaskSpec, Validation, WorkerEvent,
+    Party, Renewal, Reply, RequestId, Role, Status, SubmitStatus, TaskSpec, Validation,
+    WorkerEvent,
 };
 use slate::policy::scheduling::SchedulingPolicy;
 use slate::policy::schema::{CheckedSchema, validate_value};
@@ -521,4 +522,178 @@ fn each_renewed_generation_starts_with_fresh_submission_state() {
     // The previous generation keeps its closed outcome.
     let old = run.outcome(a);
     assert!(old.finalized && old.value.is_some());
+}
+
+// ---- the `submit` request: the same rules, answered --------------------------------------
+
+impl Run {
+    /// What a pi worker's `submit` does: the value validated by policy, then `Input::Submit`
+    /// (the tool execution itself went through the tool guard, as any tool does).
+    fn submit_request(
+        &mut self,
+        child: ChildRef,
+        schema: &CheckedSchema,
+        value: Value,
+    ) -> Result<Reply, slate::core::Refusal> {
+        let errors = validate_value(schema, &value);
+        let request = self.request();
+        let effects = self.handle(Input::Submit {
+            request,
+            child,
+            value,
+            errors,
+        });
+        effects
+            .into_iter()
+            .find_map(|e| match e {
+                Effect::Reply { request: r, result } if r == request => Some(result),
+                _ => None,
+            })
+            .expect("submit is answered at once")
+    }
+}
+
+fn receipt(reply: &Result<Reply, slate::core::Refusal>) -> (SubmitStatus, u32, &[String], &str) {
+    match reply {
+        Ok(Reply::Submit {
+            status,
+            attempts,
+            errors,
+            message,
+        }) => (*status, *attempts, errors, message),
+        other => panic!("submit answered {other:?}"),
+    }
+}
+
+#[test]
+fn the_submit_request_answers_each_attempt_with_the_rules_of_the_submission_event() {
+    let schema = checked(&summary_schema());
+    let attempts = [
+        json!({"count": "3"}),
+        json!({"summary": "three crates", "count": 3}),
+        json!({"summary": "a replacement"}),
+        json!({"nope": true}),
+    ];
+    let mut by_request = Run::new();
+    let mut by_event = Run::new();
+    let a = by_request.running(schema_task(&schema));
+    let b = by_event.running(schema_task(&schema));
+    let mut replies = Vec::new();
+    for value in attempts {
+        replies.push(by_request.submit_request(a, &schema, value.clone()));
+        let errors = validate_value(&schema, &value);
+        by_event.event(b, WorkerEvent::Submission { value, errors });
+        assert_eq!(by_request.outcome(a), by_event.outcome(b), "one rule");
+    }
+
+    let (status, n, errors, message) = receipt(&replies[0]);
+    assert_eq!((status, n), (SubmitStatus::Invalid, 1));
+    assert_eq!(
+        errors,
+        [
+            "/summary: required property is missing",
+            "/count: expected integer, found string \"3\"",
+        ]
+    );
+    assert!(
+        message.starts_with("invalid: attempt 1 does not match the resultSchema (2 errors")
+            && message.contains("\n/summary: required property is missing\n")
+            && message.contains("\n/count: expected integer, found string \"3\"\n")
+            && message.contains("call submit_result again")
+            && message.contains("remaining request, tool and deadline limits"),
+        "{message}"
+    );
+
+    let (status, n, errors, message) = receipt(&replies[1]);
+    assert_eq!((status, n), (SubmitStatus::Submitted, 2));
+    assert!(errors.is_empty());
+    assert!(message.contains("cannot be replaced"), "{message}");
+
+    for reply in &replies[2..] {
+        let (status, n, errors, message) = receipt(reply);
+        assert_eq!((status, n), (SubmitStatus::Duplicate, 2), "not an attempt");
+        assert!(
+            errors.is_empty(),
+            "a duplicate is not validated against: {errors:?}"
+        );
+        assert!(
+            message.contains("a valid result was already submitted and cannot be replaced"),
+            "{message}"
+        );
+    }
+    assert_eq!(
+        by_request.outcome(a).value,
+        Some(json!({"summary": "three crates", "count": 3}))
+    );
+    assert_eq!(
+        by_request.snap(a).tool_calls,
+        0,
+        "submit itself counts no tool"
+    );
+}
+
+#[test]
+fn thirty_two_errors_at_most_are_answered_and_kept() {
+    let schema = checked(&json!({
+        "type": "object",
+        "additionalProperties": {"type": "integer"}
+    }));
+    let mut run = Run::new();
+    let a = run.running(schema_task(&schema));
+    let value: serde_json::Map<String, Value> =
+        (0..40).map(|i| (format!("k{i:02}"), json!("x"))).collect();
+    let reply = run.submit_request(a, &schema, Value::Object(value));
+    let (status, _, errors, message) = receipt(&reply);
+    assert_eq!(status, SubmitStatus::Invalid);
+    assert_eq!(errors.len(), 32);
+    assert!(message.contains("(32 errors"), "{message}");
+    assert_eq!(run.outcome(a).errors.len(), 32);
+}
+
+#[test]
+fn submit_is_refused_without_a_schema_after_the_prompt_resolved_and_for_a_stranger() {
+    let schema = checked(&summary_schema());
+    let mut run = Run::new();
+    let free = run.running(TaskSpec::new("Look around", Role::Scout, "/work/repo"));
+    let before = run.coord.clone();
+    let refused = run.submit_request(free, &schema, json!({"summary": "x"}));
+    assert_eq!(refused.unwrap_err().code(), "no-result-schema");
+    assert!(run.coord == before, "a refused submit changes nothing");
+
+    let a = run.running(schema_task(&schema));
+    run.settle(a, None);
+    let refused = run.submit_request(a, &schema, json!({"summary": "late"}));
+    let refusal = refused.unwrap_err();
+    assert_eq!(refusal.code(), "actor-ended");
+    assert!(
+        refusal
+            .to_string()
+            .starts_with(&format!("submit: {a} has ended")),
+        "{refusal}"
+    );
+    assert_eq!(
+        run.outcome(a).attempts,
+        0,
+        "a late submission is not an attempt"
+    );
+    run.publish_and_exit(a);
+    assert_eq!(
+        run.submit_request(a, &schema, json!({"summary": "later"}))
+            .unwrap_err()
+            .code(),
+        "actor-ended"
+    );
+    assert_eq!(
+        run.snap(a).status,
+        Status::Failed,
+        "still the missing result"
+    );
+
+    let stranger = ChildRef::new(Uuid::from_u128(5), 1);
+    assert_eq!(
+        run.submit_request(stranger, &schema, json!({"summary": "x"}))
+            .unwrap_err()
+            .code(),
+        "unknown-identity"
+    );
 }

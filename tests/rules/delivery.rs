@@ -174,3 +174,97 @@ fn cancelled_and_setup_failed_items_still_count_toward_the_one_outcome() {
         [Status::Failed, Status::Settled, Status::Cancelled]
     );
 }
+
+/// [Registry, controls and final delivery]: "Caller foreground cancellation marks all
+/// unsettled assignments then drains their subtrees; settled outcomes remain settled."
+#[test]
+fn a_cancelled_foreground_call_marks_every_unsettled_member_then_drains_to_its_one_outcome() {
+    let mut h = Harness::with(slate::policy::scheduling::SchedulingPolicy {
+        depth: 3,
+        ..policy(4, 8)
+    });
+    let mut spec = coordinator_general("p");
+    spec.spawn.push(slate::core::Role::General);
+    let p = h.running(spec);
+    let (request, effects) = h.call_effects(|request| slate::core::Input::Admit {
+        request,
+        actor: Party::Child(p),
+        tasks: vec![scout("done"), coordinator_general("busy"), scout("setup")],
+        background: false,
+    });
+    let Some(Ok(Reply::Admitted { children, .. })) = reply_to(&effects, request) else {
+        panic!("nested admission");
+    };
+    let refs: Vec<_> = children
+        .iter()
+        .map(slate::core::ChildSnapshot::child_ref)
+        .collect();
+    h.complete(refs[0]);
+    h.ready(refs[1]);
+    // A grandchild under the busy member: the subtree is marked too.
+    let g = h.admit_one(Party::Child(refs[1]), scout("grandchild"));
+    h.ready(g);
+
+    let effects = h.handle(slate::core::Input::CancelCall { request });
+    let mut aborted = crate::support::aborts(&effects);
+    aborted.sort();
+    let mut want = vec![refs[1], refs[2], g];
+    want.sort();
+    assert_eq!(
+        aborted, want,
+        "every unsettled member and its subtree, in one step"
+    );
+    assert_eq!(h.status(refs[0]), Status::Settled, "settled stays settled");
+    assert_eq!(h.presence(refs[0]), slate::core::Presence::Idle);
+    for &r in &[refs[1], refs[2], g] {
+        assert_eq!(h.status(r), Status::Draining, "{r}");
+    }
+    assert_eq!(h.status(p), Status::Running, "the caller itself goes on");
+    // Repeating it, or cancelling a call that does not exist, is harmless.
+    assert!(
+        crate::support::aborts(&h.handle(slate::core::Input::CancelCall { request })).is_empty()
+    );
+    h.handle(slate::core::Input::CancelCall {
+        request: slate::core::RequestId(9_999),
+    });
+    assert!(h.window_outcomes().is_empty(), "not before the drain");
+
+    for r in [g, refs[1], refs[2]] {
+        h.exited(r);
+    }
+    let outcomes = h.window_outcomes();
+    assert_eq!(
+        outcomes.len(),
+        2,
+        "the grandchild's own call, then the cancelled one"
+    );
+    let w = outcomes.last().unwrap();
+    let statuses: Vec<Status> = w.outcomes.iter().map(|s| s.status).collect();
+    assert_eq!(
+        statuses,
+        [Status::Settled, Status::Cancelled, Status::Cancelled]
+    );
+    let error = w.outcomes[1].error.as_deref().unwrap();
+    assert!(error.contains("cancelled the foreground call"), "{error}");
+    assert!(w.outcomes[1].limit_reason.is_none());
+    assert_eq!(
+        h.coord.stats().active_permits,
+        1,
+        "only the caller holds a permit"
+    );
+}
+
+#[test]
+fn cancelling_a_background_call_by_its_request_changes_nothing() {
+    let mut h = Harness::new();
+    let (request, _) = h.call_effects(|request| slate::core::Input::Admit {
+        request,
+        actor: ROOT,
+        tasks: vec![scout("a")],
+        background: true,
+    });
+    let before = h.coord.clone();
+    let effects = h.handle(slate::core::Input::CancelCall { request });
+    assert!(effects.is_empty(), "{effects:?}");
+    assert!(h.coord == before);
+}

@@ -241,6 +241,8 @@ fn reply_kind(reply: &Reply) -> &'static str {
         Reply::Inbox { .. } => "inbox",
         Reply::Wait { .. } => "wait",
         Reply::Status { .. } => "status",
+        Reply::Guard { .. } => "guard",
+        Reply::Submit { .. } => "submit",
         Reply::Ok => "ok",
     }
 }

@@ -9,10 +9,10 @@
 //!
 //! | pi record | output |
 //! | --- | --- |
-//! | assistant `message_start` | `RequestStart` — also for each retry, which starts a new low-level run without a user message. **Not** when the message starts already `aborted`: pi then adds an empty turn after an abort that caught a tool, and makes no model request for it (`rpc_abort_tool`: 2 assistant messages, 1 HTTP request). |
+//! | assistant `message_start` | `AssistantStart` (the message streams from the start; **not counted**) — also for each retry, which starts a new low-level run without a user message. **Not** when the message starts already `aborted`: pi then adds an empty turn after an abort that caught a tool (`rpc_abort_tool`: 2 assistant messages, 1 HTTP request). |
 //! | user `message_start` | `MessageDelivered` when its text equals a pending steer / follow-up (see below) |
 //! | assistant `message_end` | `AssistantMessage { text, usage }`, then `Activity(first non-blank line)` when there is text. `text` is the exact concatenation of the text blocks, except for an `aborted` message, whose partial text pi keeps (`"word0 "`) but which the contract publishes as an empty result. Usage is reported as given, zeros included (errors and aborts carry zero usage). |
-//! | `tool_execution_start` | `ToolStart { name }`, then `Activity("name summary")` when the arguments have a string to show (first line of `command`, `path`, …; see [`ArgsSummary`](super::protocol::ArgsSummary)) |
+//! | `tool_execution_start` | `ToolRunning { name }` (activity `"name …"`; **not counted**), then `Activity("name summary")` when the arguments have a string to show (first line of `command`, `path`, …; see [`ArgsSummary`](super::protocol::ArgsSummary)) |
 //! | `message_update` with a `text_delta` | `TextDelta(delta)` (an empty delta, and every other update — thinking, tool-call arguments, `text_start`/`text_end` — maps to nothing). The coordinator coalesces them into `progress` (see `core::worker_events`). |
 //! | `tool_execution_update` | `ToolOutput { name, text }`: the partial result's text so far (not a delta); nothing while it is empty |
 //! | `tool_execution_end` | `ToolEnd { name, is_error }` |
@@ -24,6 +24,13 @@
 //! | response to `get_session_stats` | [`Output::SessionStats`] |
 //! | any other failed response | [`Output::ResponseError`] (a refused prompt, `parse`, unknown command) |
 //! | anything else | nothing (`agent_start`, `turn_*`, other `message_update`s, `queue_update`, `entry_appended`, `compaction_*`, unknown types, …) |
+//!
+//! **Counting.** A pi worker's model requests and tool executions are counted (and refused
+//! over their limits) only by Slate's worker extension, which asks the coordinator's `guard`
+//! before pi forwards a request (`before_provider_request`) and before a tool runs
+//! (`tool_call`): that is the contract's "before forwarding", which pi's RPC events cannot
+//! give (they report a request after it was sent). So nothing here is `RequestStart` or
+//! `ToolStart`, the simulated worker's counted events; counting both would count twice.
 //!
 //! **Failure.** `Settled.error` is the `errorMessage` of the last assistant message of the
 //! prompt when its `stopReason` is `error`. pi has no other failure flag: after retries are
@@ -246,14 +253,14 @@ impl PiMapper {
                 self.assistant_end(message)
             }
             Record::ToolExecutionStart(tool) => {
-                // After `ToolStart`, whose own activity line (`"name …"`) it refines.
+                // After `ToolRunning`, whose own activity line (`"name …"`) it refines.
                 let activity = tool.args.0.map(|summary| {
                     event(WorkerEvent::Activity(format!(
                         "{} {summary}",
                         tool.tool_name
                     )))
                 });
-                let mut out = vec![event(WorkerEvent::ToolStart {
+                let mut out = vec![event(WorkerEvent::ToolRunning {
                     name: tool.tool_name,
                 })];
                 out.extend(activity);
@@ -326,7 +333,7 @@ impl PiMapper {
         match message.role {
             // A message that starts aborted made no model request (see the module docs).
             Role::Assistant if message.stop_reason != Some(StopReason::Aborted) => {
-                vec![event(WorkerEvent::RequestStart)]
+                vec![event(WorkerEvent::AssistantStart)]
             }
             Role::User if !self.echoes.is_empty() => {
                 let text = message.into_text();
