@@ -244,7 +244,9 @@ async fn a_general_child_delegates_a_scout_grandchild_in_the_foreground() {
         ),
         Role::General,
     );
-    task.spawn = vec![Role::Scout];
+    // The bundled general grants: a scout grandchild's own grants (scout, review) must be a
+    // subset of its delegating ancestor's.
+    task.spawn = vec![Role::Scout, Role::Review];
     let (rt, join) = env.start(4);
     let fg = rt.delegate(Party::Root, vec![task]).await.unwrap().unwrap();
     let child = admitted(&fg.admitted)[0];
@@ -292,7 +294,9 @@ async fn a_nested_call_with_the_pool_full_fails_without_lending_a_permit() {
         ),
         Role::General,
     );
-    task.spawn = vec![Role::Scout];
+    // The bundled general grants: a scout grandchild's own grants (scout, review) must be a
+    // subset of its delegating ancestor's.
+    task.spawn = vec![Role::Scout, Role::Review];
     let (rt, join) = env.start(1);
     let fg = rt.delegate(Party::Root, vec![task]).await.unwrap().unwrap();
     let outcome = tokio::time::timeout(OUTCOME_TIMEOUT, fg.outcome)
@@ -483,7 +487,7 @@ async fn a_child_waits_on_a_siblings_outcome_and_a_self_wait_is_refused() {
         request,
         actor: Party::Root,
         target: Some(waiter),
-        text: format!("your sibling is {sibling}"),
+        text: format!("your sibling is FOUND:{sibling}"),
         mode: MessageMode::Inbox,
     })
     .await

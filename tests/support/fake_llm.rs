@@ -24,7 +24,7 @@
 //! | `DROP` | a few chunks, then the connection closes without `finish_reason` |
 //! | `LENGTH` | text ending with `finish_reason: "length"` |
 //! | `LOOP`, `LOOP<n>` | a bash tool call (`echo loop-<k>`) on every request until `n` (default 20) tool results follow the user message, then `Loop done after <n> tool calls.` (Rust only; for request/tool limits) |
-//! | `CALLS` | the tool calls named by the user text's lines `CALL: <tool> <JSON object>`, one per request and in order: the request after `k` tool results makes call `k + 1`, its arguments the JSON exactly as written (except that `$SELF` becomes the first `UUID@generation` in the system prompt and `$FOUND` the first one in the newest tool result); after the last, `Calls done.` then one line `[<i>] <text>` per tool result it saw (`i` from 1). A bad `CALL:` line is answered `CALLS: bad CALL line <n>: <why>.` (Rust only; for extension tests) |
+//! | `CALLS` | the tool calls named by the user text's lines `CALL: <tool> <JSON object>`, one per request and in order: the request after `k` tool results makes call `k + 1`, its arguments the JSON exactly as written (except that `$SELF` becomes the first `UUID@generation` in the system prompt and `$FOUND` the first one after `FOUND:` in the newest tool result); after the last, `Calls done.` then one line `[<i>] <text>` per tool result it saw (`i` from 1). A bad `CALL:` line is answered `CALLS: bad CALL line <n>: <why>.` (Rust only; for extension tests) |
 //! | none | `ACK: <first 60 chars of the user text>` |
 //! | request without `tools` | `SUMMARY: fake summary of <n> chars.` (pi's compaction/summary calls) |
 //!
@@ -671,30 +671,36 @@ pub fn parse_calls(text: &str) -> Result<Vec<PlannedCall>, String> {
 /// A `CALLS` argument text with its placeholders filled in from the conversation, so a test
 /// can make the model use identities only known at run time: `$SELF` becomes the first
 /// `UUID@generation` of the system prompt (Slate's "You are the Slate subagent …"), `$FOUND`
-/// the first one of the newest tool result. A placeholder with nothing to fill stays as is.
+/// the first one after `FOUND:` in the newest tool result (e.g. a message the test sent). A
+/// placeholder with nothing to fill stays as is.
 fn substitute_refs(args_json: &str, messages: &[Value]) -> String {
-    let first_ref = |roles: &[&str], newest: bool| {
-        let mut texts = messages
-            .iter()
-            .filter(|m| {
-                m.get("role")
-                    .and_then(Value::as_str)
-                    .is_some_and(|r| roles.contains(&r))
-            })
-            .map(|m| text_of(m.get("content")));
-        let text = if newest { texts.last() } else { texts.next() };
-        text.and_then(|t| find_child_ref(&t))
-    };
+    let system = messages
+        .iter()
+        .find(|m| {
+            m.get("role")
+                .and_then(Value::as_str)
+                .is_some_and(|r| r == "system" || r == "developer")
+        })
+        .map(|m| text_of(m.get("content")));
     let mut out = args_json.to_owned();
     if out.contains("$SELF")
-        && let Some(me) = first_ref(&["system", "developer"], false)
+        && let Some(me) = system.and_then(|t| find_child_ref(&t))
     {
         out = out.replace("$SELF", &me);
     }
-    if out.contains("$FOUND")
-        && let Some(found) = first_ref(&["tool"], true)
-    {
-        out = out.replace("$FOUND", &found);
+    if out.contains("$FOUND") {
+        let newest = messages
+            .iter()
+            .rev()
+            .find(|m| m.get("role").and_then(Value::as_str) == Some("tool"))
+            .map(|m| text_of(m.get("content")));
+        let found = newest.and_then(|t| {
+            let (_, after) = t.split_once("FOUND:")?;
+            find_child_ref(after)
+        });
+        if let Some(found) = found {
+            out = out.replace("$FOUND", &found);
+        }
     }
     out
 }

@@ -118,6 +118,19 @@ impl Env {
         t
     }
 
+    /// Whether the fake LLM received at least `n` requests within [`OUTCOME_TIMEOUT`], waiting
+    /// without blocking the runtime (which answers the workers' guards).
+    pub async fn requests_reach(&self, n: usize) -> bool {
+        let deadline = tokio::time::Instant::now() + OUTCOME_TIMEOUT;
+        while self.fake.request_count() < n {
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        true
+    }
+
     pub fn leftovers(&self) -> Vec<u32> {
         self.sandbox.leftover_processes()
     }

@@ -142,7 +142,10 @@ mod tests {
     #[test]
     fn slate_tools_follow_the_grants_in_role_order_after_the_builtins() {
         let mut spec = TaskSpec::new("a", Role::Scout, "/w");
-        assert_eq!(tool_names(&start(spec.clone())), ["read", "grep", "find", "ls"]);
+        assert_eq!(
+            tool_names(&start(spec.clone())),
+            ["read", "grep", "find", "ls"]
+        );
         spec.result_schema = Some(serde_json::json!({"type": "integer"}));
         spec.spawn = vec![Role::Scout];
         spec.coordination = vec![CoordinationAction::Wait];
@@ -164,12 +167,24 @@ mod tests {
     fn the_extension_is_loaded_by_absolute_path_with_every_other_extension_off() {
         let spec = TaskSpec::new("a", Role::General, "/w");
         let args = arguments(&start(spec), &dirs(), Path::new("/cache/ext/index.ts"));
-        let args: Vec<&str> = args.iter().map(|a| a.to_str().unwrap_or_default()).collect();
+        let args: Vec<&str> = args
+            .iter()
+            .map(|a| a.to_str().unwrap_or_default())
+            .collect();
         let e = args.iter().position(|a| *a == "-e").unwrap_or(usize::MAX);
         assert_eq!(args.get(e + 1), Some(&"/cache/ext/index.ts"), "{args:?}");
-        assert!(args.contains(&"-ne") && args.contains(&"--no-mcp"), "{args:?}");
-        let tools = args.iter().position(|a| *a == "--tools").unwrap_or(usize::MAX);
-        assert_eq!(args.get(tools + 1), Some(&"read,grep,find,ls,write,edit,bash"));
+        assert!(
+            args.contains(&"-ne") && args.contains(&"--no-mcp"),
+            "{args:?}"
+        );
+        let tools = args
+            .iter()
+            .position(|a| *a == "--tools")
+            .unwrap_or(usize::MAX);
+        assert_eq!(
+            args.get(tools + 1),
+            Some(&"read,grep,find,ls,write,edit,bash")
+        );
     }
 
     #[test]
@@ -178,7 +193,13 @@ mod tests {
         spec.result_schema = Some(serde_json::json!({"type": "object", "required": ["n"]}));
         let prompt = system_prompt(&start(spec));
         assert!(prompt.contains("submit_result"), "{prompt}");
-        assert!(prompt.contains(r#"{"required":["n"],"type":"object"}"#), "{prompt}");
-        assert!(prompt.contains("Your tools: read, grep, find, ls, submit_result."), "{prompt}");
+        assert!(
+            prompt.contains(r#"{"required":["n"],"type":"object"}"#),
+            "{prompt}"
+        );
+        assert!(
+            prompt.contains("Your tools: read, grep, find, ls, submit_result."),
+            "{prompt}"
+        );
     }
 }
