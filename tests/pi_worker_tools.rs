@@ -29,9 +29,10 @@ use slate::worker::pi::PiBackend;
 
 /// An assignment for the `CALLS` scenario: each `(tool, arguments)` is one model tool call.
 fn calls(title: &str, script: &[(&str, Value)]) -> String {
+    use std::fmt::Write as _;
     let mut text = format!("SCENARIO:CALLS {title}");
     for (tool, args) in script {
-        text.push_str(&format!("\nCALL: {tool} {args}"));
+        let _ = write!(text, "\nCALL: {tool} {args}");
     }
     text
 }
@@ -258,7 +259,7 @@ async fn a_general_child_delegates_a_scout_grandchild_in_the_foreground() {
     assert_eq!(s.status, Status::Settled, "{:?}", s.error);
     assert_eq!(s.tool_calls, 1);
 
-    let fleet: Vec<ChildSnapshot> = rt.query(|coord| coord.list()).await.unwrap();
+    let fleet: Vec<ChildSnapshot> = rt.query(slate::core::Coordinator::list).await.unwrap();
     let grandchild = fleet
         .iter()
         .find(|g| g.depth == 2)
@@ -309,7 +310,7 @@ async fn a_nested_call_with_the_pool_full_fails_without_lending_a_permit() {
         results[0].contains("Nested capacity unavailable; no permit lending"),
         "{results:?}"
     );
-    let fleet: Vec<ChildSnapshot> = rt.query(|coord| coord.list()).await.unwrap();
+    let fleet: Vec<ChildSnapshot> = rt.query(slate::core::Coordinator::list).await.unwrap();
     assert_eq!(fleet.len(), 1, "no identity was allocated: {fleet:?}");
     rt.shutdown().await.unwrap();
     join.await.unwrap();
@@ -581,4 +582,47 @@ async fn retries_ask_the_request_guard_too() {
         .filter(|r| r.last_user_text.contains(marker))
         .count();
     assert_eq!(sent, 2, "the third attempt (a retry) was not sent");
+}
+
+/// The capability reaches the extension on descriptor 3 and nothing the model runs can find
+/// it: not in the environment of its bash or of pi (`/proc/$PPID/environ` holds only the
+/// descriptor's number, `SLATE_CAPABILITY_FD=3`), not on an inherited descriptor. (The
+/// extension presented it: every request was allowed.)
+#[tokio::test]
+async fn the_models_bash_cannot_read_the_workers_capability() {
+    let Some(env) = Env::real("capability_unreadable") else {
+        return;
+    };
+    let probe = "env; echo @@SECTION@@; tr '\\0' '\\n' < /proc/$PPID/environ; echo @@SECTION@@; \
+                 ls -l /proc/$PPID/fd /proc/self/fd; echo @@SECTION@@; cat <&3; echo fd3=$?";
+    let marker = "look-around";
+    let task = env.task(
+        &format!("SCENARIO:SHELL {marker}\nCOMMAND: {probe}"),
+        Role::General,
+    );
+    let s = run_one(&env, task).await;
+    assert_eq!(s.status, Status::Settled, "{:?}", s.error);
+    let seen = tool_results(&env, marker).join("\n");
+    let sections: Vec<&str> = seen.split("@@SECTION@@").collect();
+    assert_eq!(sections.len(), 4, "the probe ran: {seen}");
+    assert!(
+        !sections[0].contains("SLATE_CAPABILITY"),
+        "the model's environment does not even say where it was: {}",
+        sections[0]
+    );
+    assert!(
+        !sections[3].contains("fd3=0"),
+        "descriptor 3 is not inherited: {}",
+        sections[3]
+    );
+    let hex_run = seen
+        .split(|c: char| !c.is_ascii_hexdigit())
+        .map(str::len)
+        .max()
+        .unwrap_or(0);
+    assert!(hex_run < 64, "no 64-hex-digit capability anywhere: {seen}");
+    assert!(
+        seen.contains("SLATE_SOCKET="),
+        "the socket is not secret: {seen}"
+    );
 }

@@ -171,6 +171,9 @@ pub async fn wait_status(rt: &RuntimeHandle, r: ChildRef, want: Status) {
     panic!("{r} never reached {want}");
 }
 
+/// Runtimes served so far by this test process (each gets its own socket directory).
+static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
 pub fn serve_pi(
     env: &Env,
     rt: &RuntimeHandle,
@@ -225,7 +228,6 @@ pub fn serve_pi(
         slate::policy::capabilities::pi_offered_tools(),
     ));
     // Short (a socket path has at most ~107 bytes) and one per runtime of this process.
-    static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let run = std::env::temp_dir().join(format!("slate-pe-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&run);
