@@ -23,7 +23,7 @@ use pi_runtime::{Env, OUTCOME_TIMEOUT, admitted, run_one, wait_status};
 use serde_json::{Value, json};
 use slate::core::{
     ChildSnapshot, CoordinationAction, Input, LimitReason, MessageMode, Party, ReceiptStatus,
-    Reply, Role, Status, Validation,
+    Reply, Role, Status, Validation, WaitResult,
 };
 use slate::worker::pi::PiBackend;
 
@@ -625,4 +625,75 @@ async fn the_models_bash_cannot_read_the_workers_capability() {
         seen.contains("SLATE_SOCKET="),
         "the socket is not secret: {seen}"
     );
+}
+
+/// `message` with `mode: "followUp"` to a real running child: `queued` when pi accepts it,
+/// `delivered` when it enters the transcript after the current turn, and the child answers it.
+#[tokio::test]
+async fn a_follow_up_message_reaches_a_real_child_after_its_turn() {
+    let Some(env) = Env::real("follow_up_message") else {
+        return;
+    };
+    let (rt, join) = env.start(2);
+    let fg = rt
+        .delegate(
+            Party::Root,
+            vec![env.task("SCENARIO:SLOW2 talk slowly", Role::Scout)],
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    let child = admitted(&fg.admitted)[0];
+    wait_status(&rt, child, Status::Running).await;
+    let receipt = rt
+        .call(move |request| Input::Message {
+            request,
+            actor: Party::Root,
+            target: Some(child),
+            text: "And then name one colour.".into(),
+            mode: MessageMode::FollowUp,
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    let Reply::Message { message } = receipt else {
+        panic!("not a receipt: {receipt:?}");
+    };
+    let id = message.id;
+    let Reply::Wait { result } = rt
+        .call(move |request| Input::Wait {
+            request,
+            actor: Party::Root,
+            target: None,
+            message_id: Some(id),
+            timeout_ms: 60_000,
+        })
+        .await
+        .unwrap()
+        .unwrap()
+    else {
+        panic!("wait expected")
+    };
+    match result {
+        WaitResult::Message { message } => {
+            assert_eq!(message.status, ReceiptStatus::Delivered, "{message:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let outcome = tokio::time::timeout(OUTCOME_TIMEOUT, fg.outcome)
+        .await
+        .unwrap()
+        .unwrap();
+    let s = &outcome.outcomes[0];
+    assert_eq!(s.status, Status::Settled, "{:?}", s.error);
+    assert!(
+        s.result
+            .as_deref()
+            .unwrap_or_default()
+            .contains("And then name one colour"),
+        "the follow-up was answered last: {:?}",
+        s.result
+    );
+    rt.shutdown().await.unwrap();
+    join.await.unwrap();
 }
