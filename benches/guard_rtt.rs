@@ -10,67 +10,38 @@
 
 #![allow(clippy::unwrap_used, reason = "benchmark fixtures fail loudly")]
 
+#[path = "../tests/support/recording.rs"]
+mod recording;
 #[path = "../tests/support/service_fixture.rs"]
 mod service_fixture;
 
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use recording::{Capabilities, Recording};
 use slate::control::methods::{GuardParams, method};
 use slate::control::service::Service;
 use slate::control::{Client, Handler, Metadata, Server, ServerConfig};
-use slate::core::{ChildRef, Party, Reply, Role, TaskSpec, WorkerStart};
+use slate::core::{ChildRef, Party, Reply, Role, TaskSpec};
 use slate::policy::capabilities::pi_offered_tools;
 use slate::policy::scheduling::SchedulingPolicy;
-use slate::runtime::backend::EventSink;
-use slate::runtime::{
-    Capability, RuntimeConfig, RuntimeHandle, WorkerBackend, WorkerCommand, WorkerDirs,
-    WorkerIdentity, spawn,
-};
+use slate::runtime::{RuntimeConfig, RuntimeHandle, spawn};
 use slate::sim::{Script, Step};
-use slate::worker::sim::{ScriptBook, SimBackend};
-use tokio::sync::mpsc;
+use slate::worker::sim::ScriptBook;
 
 /// Guards per generation, under the 1000-request ceiling.
 const PER_GENERATION: u32 = 900;
 /// Single round trips timed in the final pass.
 const SAMPLES: usize = 5_000;
 
-/// The simulated backend, recording each started worker's capability.
-struct Recording {
-    sim: SimBackend,
-    capabilities: Arc<Mutex<HashMap<ChildRef, Capability>>>,
-}
-
-impl WorkerBackend for Recording {
-    fn start(
-        &self,
-        start: WorkerStart,
-        dirs: WorkerDirs,
-        identity: WorkerIdentity,
-        events: EventSink,
-    ) -> mpsc::UnboundedSender<WorkerCommand> {
-        self.capabilities
-            .lock()
-            .unwrap()
-            .insert(start.child, identity.capability().clone());
-        self.sim.start(start, dirs, identity, events)
-    }
-
-    fn name(&self) -> &'static str {
-        "recording-sim"
-    }
-}
-
 struct Fixture {
     _base: tempfile::TempDir,
     work: PathBuf,
     socket: PathBuf,
     rt: RuntimeHandle,
-    capabilities: Arc<Mutex<HashMap<ChildRef, Capability>>>,
+    capabilities: Capabilities,
 }
 
 impl Fixture {
@@ -97,7 +68,6 @@ impl Fixture {
             event_log: false,
             kill_grace: Duration::from_millis(300),
         };
-        let capabilities = Arc::new(Mutex::new(HashMap::new()));
         // Every worker thinks for an hour: it stays running while it is asked about.
         let book = ScriptBook {
             scripts: Vec::new(),
@@ -107,10 +77,7 @@ impl Fixture {
             },
             resumed: None,
         };
-        let backend = Recording {
-            sim: SimBackend::new(book),
-            capabilities: Arc::clone(&capabilities),
-        };
+        let (backend, capabilities) = Recording::new(book);
         let (rt, _join) = spawn(config, Arc::new(backend)).unwrap();
         let loaded = service_fixture::loaded(&work, &base.path().join("agent"));
         let service: Arc<dyn Handler> = Arc::new(Service::new(

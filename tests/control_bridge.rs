@@ -8,30 +8,27 @@
 
 #[path = "support/protocol_schema.rs"]
 mod protocol_schema;
+#[path = "support/recording.rs"]
+mod recording;
 #[path = "support/service_fixture.rs"]
 mod service_fixture;
 
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use protocol_schema::ProtocolSchema;
+use recording::{Capabilities, Recording};
 use serde_json::{Value, json};
 use service_fixture::models;
 use slate::control::service::Service;
 use slate::control::{Client, ClientError, ControlError, Handler, Metadata, Server, ServerConfig};
-use slate::core::{ChildRef, WorkerStart};
+use slate::core::ChildRef;
 use slate::policy::capabilities::pi_offered_tools;
 use slate::policy::scheduling::SchedulingPolicy;
-use slate::runtime::backend::EventSink;
-use slate::runtime::{
-    Capability, RuntimeConfig, RuntimeHandle, RuntimeReport, WorkerBackend, WorkerCommand,
-    WorkerDirs, WorkerIdentity, spawn,
-};
+use slate::runtime::{RuntimeConfig, RuntimeHandle, RuntimeReport, spawn};
 use slate::sim::{Script, Step};
-use slate::worker::sim::{BookEntry, ScriptBook, SimBackend};
-use tokio::sync::mpsc;
+use slate::worker::sim::{BookEntry, ScriptBook};
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
@@ -45,32 +42,6 @@ const OPERATOR: &str = r#"{
     "general": {"tools": ["read"]},
     "implementation": {"spawn": ["implementation", "scout"]}
 }"#;
-
-/// The simulated backend, recording each started worker's capability.
-struct Recording {
-    sim: SimBackend,
-    capabilities: Arc<Mutex<HashMap<ChildRef, Capability>>>,
-}
-
-impl WorkerBackend for Recording {
-    fn start(
-        &self,
-        start: WorkerStart,
-        dirs: WorkerDirs,
-        identity: WorkerIdentity,
-        events: EventSink,
-    ) -> mpsc::UnboundedSender<WorkerCommand> {
-        self.capabilities
-            .lock()
-            .unwrap()
-            .insert(start.child, identity.capability().clone());
-        self.sim.start(start, dirs, identity, events)
-    }
-
-    fn name(&self) -> &'static str {
-        "recording-sim"
-    }
-}
 
 fn book() -> ScriptBook {
     let answer = |think| Script {
@@ -103,7 +74,7 @@ struct Fixture {
     join: JoinHandle<RuntimeReport>,
     server: JoinHandle<()>,
     stop: tokio::sync::oneshot::Sender<()>,
-    capabilities: Arc<Mutex<HashMap<ChildRef, Capability>>>,
+    capabilities: Capabilities,
     operator: Client,
 }
 
@@ -126,11 +97,7 @@ async fn start(name: &str, concurrency: u32) -> Fixture {
         event_log: true,
         kill_grace: Duration::from_millis(300),
     };
-    let capabilities = Arc::new(Mutex::new(HashMap::new()));
-    let backend = Recording {
-        sim: SimBackend::new(book()),
-        capabilities: Arc::clone(&capabilities),
-    };
+    let (backend, capabilities) = Recording::new(book());
     let (rt, join) = spawn(config, Arc::new(backend)).unwrap();
     let loaded = service_fixture::loaded_with(&work, &base.join("agent"), Some(OPERATOR));
     let service: Arc<dyn Handler> = Arc::new(Service::new(

@@ -19,7 +19,7 @@ mod pi_runtime;
 use std::sync::Arc;
 use std::time::Duration;
 
-use pi_runtime::{Env, OUTCOME_TIMEOUT, admitted, run_one, wait_status};
+use pi_runtime::{Env, OUTCOME_TIMEOUT, admitted, delegate_and_wait, run_one, wait_status};
 use serde_json::{Value, json};
 use slate::core::{
     ChildSnapshot, CoordinationAction, Input, LimitReason, MessageMode, Party, ReceiptStatus,
@@ -72,6 +72,24 @@ fn declared_tools(env: &Env, marker: &str) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// A general child whose model calls `delegate_task` for one scout grandchild, with the
+/// bundled general spawn grants (a scout's own grants, scout and review, must be a subset of
+/// its delegating ancestor's).
+fn delegating_general(env: &Env, marker: &str, grandchild: &str) -> slate::core::TaskSpec {
+    let mut task = env.task(
+        &calls(
+            marker,
+            &[(
+                "delegate_task",
+                json!({"assignment": format!("SCENARIO:TEXT {grandchild}"), "profile": "scout"}),
+            )],
+        ),
+        Role::General,
+    );
+    task.spawn = vec![Role::Scout, Role::Review];
+    task
 }
 
 fn answer_schema() -> Value {
@@ -235,26 +253,10 @@ async fn a_general_child_delegates_a_scout_grandchild_in_the_foreground() {
         return;
     };
     let marker = "nested-parent";
-    let mut task = env.task(
-        &calls(
-            marker,
-            &[(
-                "delegate_task",
-                json!({"assignment": "SCENARIO:TEXT grandchild", "profile": "scout"}),
-            )],
-        ),
-        Role::General,
-    );
-    // The bundled general grants: a scout grandchild's own grants (scout, review) must be a
-    // subset of its delegating ancestor's.
-    task.spawn = vec![Role::Scout, Role::Review];
     let (rt, join) = env.start(4);
-    let fg = rt.delegate(Party::Root, vec![task]).await.unwrap().unwrap();
-    let child = admitted(&fg.admitted)[0];
-    let outcome = tokio::time::timeout(OUTCOME_TIMEOUT, fg.outcome)
-        .await
-        .unwrap()
-        .unwrap();
+    let (refs, outcome) =
+        delegate_and_wait(&rt, vec![delegating_general(&env, marker, "grandchild")]).await;
+    let child = refs[0];
     let s = &outcome.outcomes[0];
     assert_eq!(s.status, Status::Settled, "{:?}", s.error);
     assert_eq!(s.tool_calls, 1);
@@ -285,25 +287,9 @@ async fn a_nested_call_with_the_pool_full_fails_without_lending_a_permit() {
         return;
     };
     let marker = "nested-full";
-    let mut task = env.task(
-        &calls(
-            marker,
-            &[(
-                "delegate_task",
-                json!({"assignment": "SCENARIO:TEXT never", "profile": "scout"}),
-            )],
-        ),
-        Role::General,
-    );
-    // The bundled general grants: a scout grandchild's own grants (scout, review) must be a
-    // subset of its delegating ancestor's.
-    task.spawn = vec![Role::Scout, Role::Review];
     let (rt, join) = env.start(1);
-    let fg = rt.delegate(Party::Root, vec![task]).await.unwrap().unwrap();
-    let outcome = tokio::time::timeout(OUTCOME_TIMEOUT, fg.outcome)
-        .await
-        .unwrap()
-        .unwrap();
+    let (_, outcome) =
+        delegate_and_wait(&rt, vec![delegating_general(&env, marker, "never")]).await;
     assert_eq!(outcome.outcomes[0].status, Status::Settled);
     let results = tool_results(&env, marker);
     assert!(

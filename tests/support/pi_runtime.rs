@@ -136,6 +136,20 @@ impl Env {
     }
 }
 
+/// Admit `tasks` in the foreground as the root; their identities and the drained window.
+pub async fn delegate_and_wait(
+    rt: &RuntimeHandle,
+    tasks: Vec<TaskSpec>,
+) -> (Vec<ChildRef>, slate::core::WindowOutcome) {
+    let fg = rt.delegate(Party::Root, tasks).await.unwrap().unwrap();
+    let refs = admitted(&fg.admitted);
+    let outcome = tokio::time::timeout(OUTCOME_TIMEOUT, fg.outcome)
+        .await
+        .unwrap()
+        .unwrap();
+    (refs, outcome)
+}
+
 pub async fn run_one(env: &Env, task: TaskSpec) -> ChildSnapshot {
     let (rt, join) = env.start(2);
     let fg = rt.delegate(Party::Root, vec![task]).await.unwrap().unwrap();
