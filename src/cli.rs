@@ -450,7 +450,9 @@ pub fn run(cli: Cli) -> ExitCode {
                 kill_grace: std::time::Duration::from_secs(10),
             },
         ),
-        Command::Status { target, select } => status::run(&printer, &target, select.parent),
+        Command::Status { target, select } => {
+            status::run(&printer, &target, select.parent.as_deref())
+        }
         Command::Watch { select } => watch::run(&printer, select.parent),
         Command::Hub {
             select,
@@ -529,7 +531,11 @@ pub fn run_subagent_status(args: impl IntoIterator<Item = String>) -> ExitCode {
         target: Vec<String>,
     }
     match Args::try_parse_from(args) {
-        Ok(args) => status::run(&Printer::new(args.json), &args.target, args.parent),
+        Ok(args) => status::run(
+            &Printer::new(args.json),
+            &args.target,
+            args.parent.as_deref(),
+        ),
         Err(e) => {
             let code = if e.use_stderr() {
                 ExitCode::Usage

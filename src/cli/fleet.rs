@@ -8,7 +8,8 @@ use serde_json::Value;
 use crate::cli::{ExitCode, Printer};
 use crate::control::methods::{StatusParams, method};
 use crate::control::summary::{FleetSummary, SummaryRow};
-use crate::control::{Client, ClientError, Method, RuntimeDir, Selector, discovery};
+use crate::control::table::{Cells, TableRow};
+use crate::control::{Client, ClientError, Located, Method, RuntimeDir, Selector, discovery};
 use crate::core::{ChildRef, ChildSnapshot, Presence, Status, StatusView};
 use crate::text::{SafeText, fit};
 
@@ -38,24 +39,30 @@ pub fn target(words: &[String]) -> Result<ChildRef, String> {
     }
 }
 
-/// Connect to the selected coordinator; on failure the exit code and the message to show.
-pub async fn try_connect(parent: Option<String>) -> Result<Client, (ExitCode, String)> {
+/// Find the selected coordinator, connected; on failure the exit code and the message to show.
+pub fn locate(parent: Option<String>) -> Result<Located, (ExitCode, String)> {
     let cwd = std::env::current_dir().map_err(|e| {
         (
             ExitCode::Usage,
             format!("the current directory cannot be read: {e}"),
         )
     })?;
-    let code = |unreachable: bool| {
-        if unreachable {
-            ExitCode::NoCoordinator
-        } else {
-            ExitCode::Usage
-        }
-    };
-    let endpoint = discovery::locate(&RuntimeDir::from_env(), &Selector::from_env(parent), &cwd)
-        .map_err(|e| (code(e.is_unreachable()), e.to_string()))?;
-    Client::connect(&endpoint)
+    discovery::locate_connected(&RuntimeDir::from_env(), &Selector::from_env(parent), &cwd).map_err(
+        |e| {
+            let code = if e.is_unreachable() {
+                ExitCode::NoCoordinator
+            } else {
+                ExitCode::Usage
+            };
+            (code, e.to_string())
+        },
+    )
+}
+
+/// Connect to the selected coordinator; on failure the exit code and the message to show.
+pub async fn try_connect(parent: Option<String>) -> Result<Client, (ExitCode, String)> {
+    let located = locate(parent)?;
+    Client::connect_located(located)
         .await
         .map_err(|e| (ExitCode::of_client_error(&e).0, e.to_string()))
 }
@@ -169,23 +176,30 @@ pub async fn simple<M: Method>(
 /// One snapshot as a line: the fleet table's columns, through the same row writer.
 pub fn snapshot_line(snapshot: &ChildSnapshot) -> String {
     let mut out = String::new();
-    row_line(
-        &mut out,
-        &SummaryRow::of(snapshot),
-        crate::runtime::now_ms(),
-    );
+    let row = SummaryRow::of(snapshot);
+    let cells = TableRow::of(&row, row.parent_id);
+    row_line(&mut out, &cells.cells(), crate::runtime::now_ms());
     out
 }
 
-/// The fleet table (`status` without a target), from typed summary rows.
-pub fn fleet_table(parent_id: uuid::Uuid, children: &[SummaryRow<'_>]) -> String {
-    let count = |status: Status| children.iter().filter(|c| c.status == status).count();
-    let mut out = String::with_capacity(160 * (children.len() + 1));
+/// The fleet table of summary rows (read-only history, `wait --all`).
+pub fn summary_table(parent_id: uuid::Uuid, children: &[SummaryRow<'_>]) -> String {
+    let rows: Vec<TableRow<'_>> = children
+        .iter()
+        .map(|row| TableRow::of(row, parent_id))
+        .collect();
+    fleet_table(parent_id, &rows)
+}
+
+/// The fleet table (`status` without a target), from typed table rows.
+pub fn fleet_table(parent_id: uuid::Uuid, rows: &[TableRow<'_>]) -> String {
+    let count = |status: Status| rows.iter().filter(|r| r.5 == status).count();
+    let mut out = String::with_capacity(160 * (rows.len() + 1));
     let _ = writeln!(
         out,
         "parent {} · {} current generations · running {} · queued {} · settled {} · failed {} · cancelled {} · paused {}",
         parent_id,
-        children.len(),
+        rows.len(),
         count(Status::Running),
         count(Status::Queued),
         count(Status::Settled),
@@ -194,86 +208,109 @@ pub fn fleet_table(parent_id: uuid::Uuid, children: &[SummaryRow<'_>]) -> String
         count(Status::Paused),
     );
     let now = crate::runtime::now_ms();
-    for c in tree_order(children) {
-        row_line(&mut out, c, now);
-        let presence = c.presence.map_or("", Presence::as_str);
-        let _ = writeln!(out, "  [{presence}]");
+    for c in tree_order(rows) {
+        row_line(&mut out, &c, now);
+        out.push_str("  [");
+        out.push_str(c.presence.map_or("", Presence::as_str));
+        out.push_str("]\n");
     }
     out
 }
 
 /// Rows in tree order: each child right under its parent, siblings in admission order.
-/// Rows whose parent is not listed (depth 1, or a parent outside the selection) are roots.
-fn tree_order<'r, 'a>(rows: &'r [SummaryRow<'a>]) -> Vec<&'r SummaryRow<'a>> {
-    let listed: std::collections::HashSet<uuid::Uuid> = rows.iter().map(|r| r.id).collect();
-    let mut children: std::collections::HashMap<uuid::Uuid, Vec<&SummaryRow<'a>>> =
+/// Rows whose parent is not listed (the root's children, or a parent outside the selection)
+/// are roots.
+fn tree_order<'r>(rows: &'r [TableRow<'_>]) -> Vec<Cells<'r>> {
+    let cells = rows.iter().map(TableRow::cells);
+    // Every row a child of the root: all roots, as listed.
+    if rows.iter().all(|r| r.2.is_none()) {
+        return cells.collect();
+    }
+    let listed: std::collections::HashSet<uuid::Uuid> = rows.iter().map(|r| r.0).collect();
+    let mut children: std::collections::HashMap<uuid::Uuid, Vec<Cells<'r>>> =
         std::collections::HashMap::new();
     let mut roots = Vec::new();
-    for r in rows {
-        if listed.contains(&r.parent_id) && r.parent_id != r.id {
-            children.entry(r.parent_id).or_default().push(r);
-        } else {
-            roots.push(r);
+    for c in cells {
+        match c.parent {
+            Some(parent) if listed.contains(&parent) && parent != c.id => {
+                children.entry(parent).or_default().push(c);
+            }
+            _ => roots.push(c),
         }
     }
     let mut out = Vec::with_capacity(rows.len());
-    let mut stack: Vec<&SummaryRow<'a>> = roots.into_iter().rev().collect();
-    while let Some(r) = stack.pop() {
-        out.push(r);
-        if let Some(kids) = children.remove(&r.id) {
+    let mut stack: Vec<Cells<'r>> = roots.into_iter().rev().collect();
+    while let Some(c) = stack.pop() {
+        out.push(c);
+        if let Some(kids) = children.remove(&c.id) {
             stack.extend(kids.into_iter().rev());
         }
     }
     out
 }
 
-/// One summary row, without a line end: the same columns as [`snapshot_line`].
-fn row_line(out: &mut String, c: &SummaryRow<'_>, now: u64) {
-    // Written straight into `out` (no string per cell): this runs for every row of the table.
-    let t = &c.telemetry;
+/// One row, without a line end: the same columns as [`snapshot_line`].
+fn row_line(out: &mut String, c: &Cells<'_>, now: u64) {
+    // Written straight into `out` (no string per cell, no formatting machinery): this runs
+    // for every row of the table.
+    use crate::text::{push_elapsed, push_u64};
     for _ in 1..c.depth {
         out.push_str("  ");
     }
-    let _ = write!(
-        out,
-        "{}@{} {:<14} {:<9} ",
-        c.id,
-        c.generation,
-        c.profile.as_str(),
-        c.status.as_str()
+    out.push_str(
+        c.id.hyphenated()
+            .encode_lower(&mut uuid::Uuid::encode_buffer()),
     );
+    out.push('@');
+    push_u64(out, u64::from(c.generation));
+    out.push(' ');
+    push_padded(out, c.profile.as_str(), 14);
+    out.push(' ');
+    push_padded(out, c.status.as_str(), 9);
+    out.push(' ');
     let start = out.len();
-    crate::text::push_line_fit(out, &c.assignment, 36);
+    crate::text::push_line_fit(out, c.assignment, 36);
     let written = crate::text::width(&out[start..]);
-    out.extend(std::iter::repeat_n(' ', 36usize.saturating_sub(written)));
+    pad_to(out, 36usize.saturating_sub(written));
     out.push_str(" req ");
-    match t.requests {
-        Some(n) => {
-            let _ = write!(out, "{n}");
-        }
+    match c.requests {
+        Some(n) => push_u64(out, u64::from(n)),
         None => out.push('—'),
     }
     out.push_str(" tok ");
-    match t.tokens {
-        Some(n) => {
-            let _ = write!(out, "{}", n.total);
-        }
+    match c.tokens {
+        Some(n) => push_u64(out, n),
         None => out.push('—'),
     }
-    match t.cost {
+    match c.cost {
         Some(cost) => {
-            let _ = write!(out, " ${cost:.4} ");
+            out.push_str(" $");
+            crate::text::push_fixed4(out, cost);
+            out.push(' ');
         }
         None => out.push_str(" — "),
     }
-    // Admission to disposal, or to now while it lasts.
+    // Admission to disposal, or to now while it lasts, right-aligned in 6 columns.
     let elapsed = c.ended_at.unwrap_or(now).saturating_sub(c.created_at);
-    let _ = write!(out, "{:>6}", crate::text::elapsed_text(elapsed));
+    let mut text = String::with_capacity(8);
+    push_elapsed(&mut text, elapsed);
+    pad_to(out, 6usize.saturating_sub(text.len()));
+    out.push_str(&text);
     if c.writer_lease {
         out.push_str(" W");
     }
     out.push_str("  ");
-    crate::text::push_line_fit(out, c.activity.as_deref().unwrap_or_default(), 40);
+    crate::text::push_line_fit(out, c.activity.unwrap_or_default(), 40);
+}
+
+/// An ASCII word (a profile, a status) left-aligned in `columns`, as `{:<columns}` writes it.
+fn push_padded(out: &mut String, word: &str, columns: usize) {
+    out.push_str(word);
+    pad_to(out, columns.saturating_sub(word.len()));
+}
+
+fn pad_to(out: &mut String, spaces: usize) {
+    out.extend(std::iter::repeat_n(' ', spaces));
 }
 
 /// `status` with a target: the snapshot, its generations and presence.
@@ -342,8 +379,8 @@ pub async fn wait_all(printer: &Printer, parent: Option<String>, timeout: Durati
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         let params = StatusParams {
-            target: None,
             summary: true,
+            ..StatusParams::default()
         };
         let raw = match client.request_raw::<method::Status>(&params).await {
             Ok(raw) => raw,
@@ -402,7 +439,7 @@ fn wait_all_summary(printer: &Printer, fleet: &FleetSummary<'_>) -> ExitCode {
             cancelled: count(Status::Cancelled),
         });
     } else {
-        printer.out(&fleet_table(fleet.parent_id, &fleet.children));
+        printer.out(&summary_table(fleet.parent_id, &fleet.children));
     }
     if count(Status::Failed) + count(Status::Cancelled) == 0 {
         ExitCode::Ok

@@ -62,6 +62,26 @@ impl Printer {
         }
     }
 
+    /// Writes `value`, which was just read from the compact JSON `text` by this build's own
+    /// types (so the text is that value's document): the text as it is when it needs no
+    /// escape ([`crate::json::is_safe`]), else `value` serialized as [`Printer::value`] does.
+    /// Used for large answers, which are then not written twice.
+    pub fn value_read_from<T: Serialize + ?Sized>(&self, text: &str, value: &T) {
+        if !crate::json::is_safe(text) || text.contains('\n') {
+            return self.value(value);
+        }
+        let mut stdout = io::stdout().lock();
+        let written = stdout
+            .write_all(text.as_bytes())
+            .and_then(|()| stdout.write_all(b"\n"))
+            .and_then(|()| stdout.flush());
+        if let Err(e) = written
+            && e.kind() != io::ErrorKind::BrokenPipe
+        {
+            self.error(&format!("could not write the output: {e}"));
+        }
+    }
+
     /// A progress line on stderr (human mode only; callers skip it with `--json`).
     pub fn err_line(&self, text: &str) {
         let mut stderr = io::stderr().lock();

@@ -4,11 +4,14 @@
 
 use serde::Serialize;
 
-use crate::cli::fleet::{block_on, fleet_table, report, request, status_view, target, try_connect};
+use crate::cli::fleet::{fleet_table, locate, report, status_view, summary_table, target};
 use crate::cli::{ExitCode, Printer};
 use crate::control::Method as _;
+use crate::control::client::CONNECT_TIMEOUT;
 use crate::control::methods::{StatusParams, StatusResult, Target, method};
+use crate::control::oneshot;
 use crate::control::summary::{FleetSummary, SummaryRow};
+use crate::control::table::FleetTable;
 use crate::text::SafeText;
 
 /// `status --json` of an exited coordinator: its last summary rows from `events.jsonl`.
@@ -22,7 +25,9 @@ struct HistoryOutput<'a> {
 }
 use crate::store::event_log::read_history;
 
-pub fn run(printer: &Printer, words: &[String], parent: Option<String>) -> ExitCode {
+/// One call, on the connection discovery made, without an async runtime
+/// ([`crate::control::oneshot`]): this command runs once per poll of a script.
+pub fn run(printer: &Printer, words: &[String], parent: Option<&str>) -> ExitCode {
     let target = if words.is_empty() {
         None
     } else {
@@ -34,64 +39,69 @@ pub fn run(printer: &Printer, words: &[String], parent: Option<String>) -> ExitC
             }
         }
     };
-    block_on(printer, async move {
-        let client = match try_connect(parent.clone()).await {
-            Ok(client) => client,
-            Err((ExitCode::NoCoordinator, _)) if parent.is_some() => {
-                return from_history(printer, parent.as_deref().unwrap_or_default(), target);
-            }
-            Err((code, message)) => {
-                printer.error_code(code.name(), &SafeText::line(&message).into_string(), None);
-                return code;
-            }
-        };
-        if let Some(r) = target {
-            let params = StatusParams {
-                target: Some(Target(r)),
-                summary: false,
-            };
-            return match request::<method::Status>(printer, &client, &params).await {
-                Ok(result) if printer.json() => {
-                    printer.value(&result);
-                    ExitCode::Ok
-                }
-                Ok(StatusResult::Generation(view)) => {
-                    printer.out(&status_view(&view));
-                    ExitCode::Ok
-                }
-                Ok(_) => {
-                    printer.error_code(
-                        "protocol",
-                        "status: the coordinator answered a target with a fleet",
-                        None,
-                    );
-                    ExitCode::Usage
-                }
-                Err(code) => code,
-            };
+    let located = match locate(parent.map(str::to_owned)) {
+        Ok(located) => located,
+        Err((ExitCode::NoCoordinator, _)) if let Some(parent) = parent => {
+            return from_history(printer, parent, target);
         }
-        // Both forms read the summary answer's text once into typed rows; `--json` writes
-        // them back out as they are read (no tree), the table formats them.
+        Err((code, message)) => {
+            printer.error_code(code.name(), &SafeText::line(&message).into_string(), None);
+            return code;
+        }
+    };
+    if let Some(r) = target {
         let params = StatusParams {
-            target: None,
-            summary: true,
+            target: Some(Target(r)),
+            ..StatusParams::default()
         };
-        let raw = match client.request_raw::<method::Status>(&params).await {
-            Ok(raw) => raw,
-            Err(e) => return report(printer, &e),
-        };
-        match raw.decode::<FleetSummary<'_>>(method::Status::NAME) {
-            Ok(fleet) if printer.json() => {
-                printer.value(&fleet);
+        return match oneshot::call::<method::Status>(located.stream, &params, CONNECT_TIMEOUT) {
+            Ok(result) if printer.json() => {
+                printer.value(&result);
                 ExitCode::Ok
             }
+            Ok(StatusResult::Generation(view)) => {
+                printer.out(&status_view(&view));
+                ExitCode::Ok
+            }
+            Ok(_) => {
+                printer.error_code(
+                    "protocol",
+                    "status: the coordinator answered a target with a fleet",
+                    None,
+                );
+                ExitCode::Usage
+            }
+            Err(e) => report(printer, &e),
+        };
+    }
+    // `--json` prints the summary answer: its text is read once into typed rows that borrow
+    // from it, then written as it is (it is the rows' document). The table reads the table
+    // answer, the same rows in a third of the bytes.
+    let params = StatusParams {
+        target: None,
+        summary: printer.json(),
+        table: !printer.json(),
+    };
+    let raw = match oneshot::call_raw::<method::Status>(located.stream, &params, CONNECT_TIMEOUT) {
+        Ok(raw) => raw,
+        Err(e) => return report(printer, &e),
+    };
+    if printer.json() {
+        return match raw.decode::<FleetSummary<'_>>(method::Status::NAME) {
             Ok(fleet) => {
-                printer.out(&fleet_table(fleet.parent_id, &fleet.children));
+                printer.value_read_from(raw.get(), &fleet);
                 ExitCode::Ok
             }
             Err(e) => report(printer, &e),
+        };
+    }
+    match raw.decode::<FleetTable<'_>>(method::Status::NAME) {
+        Ok(table) => {
+            printer.out(&fleet_table(table.parent_id, &table.rows));
+            ExitCode::Ok
         }
-    })
+        Err(e) => report(printer, &e),
+    }
 }
 
 /// The exited coordinator's `events.jsonl`, as read-only history.
@@ -150,7 +160,7 @@ fn from_history(
         printer.out(&format!(
             "read-only history of exited coordinator {parent_id} ({})\n{}",
             log.display(),
-            fleet_table(parent_id, &children)
+            summary_table(parent_id, &children)
         ));
     }
     ExitCode::Ok
