@@ -5,11 +5,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::cli::{ExitCode, Printer};
+use crate::cli::{Error, ExitCode, Printer};
 use crate::control::methods::{StatusParams, method};
 use crate::control::summary::{FleetSummary, SummaryRow};
 use crate::control::table::{Cells, TableRow};
-use crate::control::{Client, ClientError, Located, Method, RuntimeDir, Selector, discovery};
+use crate::control::{Client, DiscoveryError, Located, Method, RuntimeDir, Selector, discovery};
 use crate::core::{ChildRef, ChildSnapshot, Presence, Status, StatusView};
 use crate::text::{SafeText, fit};
 
@@ -39,114 +39,47 @@ pub fn target(words: &[String]) -> Result<ChildRef, String> {
     }
 }
 
-/// Find the selected coordinator, connected; on failure the exit code and the message to show.
-pub fn locate(parent: Option<String>) -> Result<Located, (ExitCode, String)> {
-    let cwd = std::env::current_dir().map_err(|e| {
-        (
-            ExitCode::Usage,
-            format!("the current directory cannot be read: {e}"),
-        )
-    })?;
+/// Find the selected coordinator, connected.
+pub fn locate(parent: Option<String>) -> Result<Located, Error> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| Error::Environment(format!("the current directory cannot be read: {e}")))?;
     discovery::locate_connected(&RuntimeDir::from_env(), &Selector::from_env(parent), &cwd).map_err(
-        |e| {
-            let code = if e.is_unreachable() {
-                ExitCode::NoCoordinator
-            } else {
-                ExitCode::Usage
-            };
-            (code, e.to_string())
+        |e| match e {
+            e if e.is_unreachable() => Error::NoCoordinator(e.to_string()),
+            DiscoveryError::InvalidParent(_) => Error::Usage(e.to_string()),
+            e => Error::Environment(e.to_string()),
         },
     )
 }
 
-/// Connect to the selected coordinator; on failure the exit code and the message to show.
-pub async fn try_connect(parent: Option<String>) -> Result<Client, (ExitCode, String)> {
+/// Connect to the selected coordinator and say `hello`.
+pub async fn connect(parent: Option<String>) -> Result<Client, Error> {
     let located = locate(parent)?;
-    Client::connect_located(located)
-        .await
-        .map_err(|e| (ExitCode::of_client_error(&e).0, e.to_string()))
-}
-
-/// Connect to the selected coordinator, or explain how to start one (exit 3).
-pub async fn connect(printer: &Printer, parent: Option<String>) -> Result<Client, ExitCode> {
-    try_connect(parent).await.map_err(|(code, message)| {
-        printer.error_code(code.name(), &SafeText::line(&message).into_string(), None);
-        code
-    })
-}
-
-/// One typed call; a failure is reported (text or the JSON error object) and mapped to its
-/// exit code.
-pub async fn request<M: Method>(
-    printer: &Printer,
-    client: &Client,
-    params: &M::Params,
-) -> Result<M::Result, ExitCode> {
-    client
-        .request::<M>(params)
-        .await
-        .map_err(|e| report(printer, &e))
-}
-
-/// Prints a failed call (`refused [code]: message`, or the JSON error object) and returns
-/// its exit code ([`ExitCode::of_client_error`]).
-pub fn report(printer: &Printer, error: &ClientError) -> ExitCode {
-    let (exit, code) = ExitCode::of_client_error(error);
-    let Some(remote) = error.remote() else {
-        printer.error_code(
-            code,
-            &SafeText::line(&error.to_string()).into_string(),
-            None,
-        );
-        return exit;
-    };
-    if printer.json() {
-        printer.error_code(&remote.code, &remote.message, remote.data.as_ref());
-    } else {
-        let mut text = format!(
-            "refused [{}]: {}",
-            remote.code,
-            SafeText::lines(&remote.message)
-        );
-        if let Some(data) = &remote.data {
-            let _ = write!(text, "\n{}", SafeText::lines(&data.to_string()));
-        }
-        printer.error(&text);
-    }
-    exit
+    Ok(Client::connect_located(located).await?)
 }
 
 /// Run a long-lived command (a coordinator, a view) on a two-thread runtime: workers,
 /// the control server and the UI make progress together.
-pub fn block_on_multi<F: std::future::Future<Output = ExitCode>>(
-    printer: &Printer,
+pub fn block_on_multi<F: std::future::Future<Output = Result<ExitCode, Error>>>(
     body: impl FnOnce() -> F,
-) -> ExitCode {
-    match tokio::runtime::Builder::new_multi_thread()
+) -> Result<ExitCode, Error> {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-    {
-        Ok(rt) => rt.block_on(body()),
-        Err(e) => {
-            printer.error(&format!("cannot start the async runtime: {e}"));
-            ExitCode::Usage
-        }
-    }
+        .map_err(|e| Error::Environment(format!("cannot start the async runtime: {e}")))?
+        .block_on(body())
 }
 
 /// Run an async command body on a small runtime.
-pub fn block_on(printer: &Printer, body: impl std::future::Future<Output = ExitCode>) -> ExitCode {
-    match tokio::runtime::Builder::new_current_thread()
+pub fn block_on(
+    body: impl std::future::Future<Output = Result<ExitCode, Error>>,
+) -> Result<ExitCode, Error> {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-    {
-        Ok(rt) => rt.block_on(body),
-        Err(e) => {
-            printer.error(&format!("cannot start the async runtime: {e}"));
-            ExitCode::Usage
-        }
-    }
+        .map_err(|e| Error::Environment(format!("cannot start the async runtime: {e}")))?
+        .block_on(body)
 }
 
 /// A control method with a printed result: its typed result as JSON, or `human(result)`.
@@ -155,22 +88,15 @@ pub async fn simple<M: Method>(
     parent: Option<String>,
     params: M::Params,
     human: impl Fn(&M::Result) -> String,
-) -> ExitCode {
-    let client = match connect(printer, parent).await {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
-    match request::<M>(printer, &client, &params).await {
-        Ok(result) => {
-            if printer.json() {
-                printer.value(&result);
-            } else {
-                printer.out(&human(&result));
-            }
-            ExitCode::Ok
-        }
-        Err(code) => code,
+) -> Result<ExitCode, Error> {
+    let client = connect(parent).await?;
+    let result = client.request::<M>(&params).await?;
+    if printer.json() {
+        printer.value(&result)?;
+    } else {
+        printer.out(&human(&result))?;
     }
+    Ok(ExitCode::Ok)
 }
 
 /// One snapshot as a line: the fleet table's columns, through the same row writer.
@@ -366,30 +292,22 @@ fn wire_name<T: serde::Serialize>(value: &T) -> String {
 
 /// `wait --all`: wait until every current assignment has a drained outcome. Event-driven:
 /// the fleet is re-read when the coordinator reports a change, never on a timer.
-pub async fn wait_all(printer: &Printer, parent: Option<String>, timeout: Duration) -> ExitCode {
-    let client = match connect(printer, parent).await {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
+pub async fn wait_all(
+    printer: &Printer,
+    parent: Option<String>,
+    timeout: Duration,
+) -> Result<ExitCode, Error> {
+    let client = connect(parent).await?;
     // Subscribe first so no change between the read and the wait is missed.
-    let mut events = match client.subscribe().await {
-        Ok(events) => events,
-        Err(e) => return report(printer, &e),
-    };
+    let mut events = client.subscribe().await?;
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         let params = StatusParams {
             summary: true,
             ..StatusParams::default()
         };
-        let raw = match client.request_raw::<method::Status>(&params).await {
-            Ok(raw) => raw,
-            Err(e) => return report(printer, &e),
-        };
-        let fleet: FleetSummary<'_> = match raw.decode(method::Status::NAME) {
-            Ok(fleet) => fleet,
-            Err(e) => return report(printer, &e),
-        };
+        let raw = client.request_raw::<method::Status>(&params).await?;
+        let fleet: FleetSummary<'_> = raw.decode(method::Status::NAME)?;
         let drained = fleet
             .children
             .iter()
@@ -407,12 +325,14 @@ pub async fn wait_all(printer: &Printer, parent: Option<String>, timeout: Durati
                 }
             }
             Ok(None) => {
-                printer.error("wait --all: the coordinator went away");
-                return ExitCode::NoCoordinator;
+                return Err(Error::NoCoordinator(
+                    "wait --all: the coordinator went away".to_owned(),
+                ));
             }
             Err(_) => {
-                printer.error("wait --all: timed out before every assignment drained");
-                return ExitCode::Refused;
+                return Err(Error::Failed(
+                    "wait --all: timed out before every assignment drained".to_owned(),
+                ));
             }
         }
     }
@@ -428,7 +348,7 @@ pub struct WaitAllOutput {
     pub cancelled: usize,
 }
 
-fn wait_all_summary(printer: &Printer, fleet: &FleetSummary<'_>) -> ExitCode {
+fn wait_all_summary(printer: &Printer, fleet: &FleetSummary<'_>) -> Result<ExitCode, Error> {
     let count = |status: Status| fleet.children.iter().filter(|c| c.status == status).count();
     if printer.json() {
         printer.value(&WaitAllOutput {
@@ -437,13 +357,13 @@ fn wait_all_summary(printer: &Printer, fleet: &FleetSummary<'_>) -> ExitCode {
             paused: count(Status::Paused),
             failed: count(Status::Failed),
             cancelled: count(Status::Cancelled),
-        });
+        })?;
     } else {
-        printer.out(&summary_table(fleet.parent_id, &fleet.children));
+        printer.out(&summary_table(fleet.parent_id, &fleet.children))?;
     }
     if count(Status::Failed) + count(Status::Cancelled) == 0 {
-        ExitCode::Ok
+        Ok(ExitCode::Ok)
     } else {
-        ExitCode::Refused
+        Ok(ExitCode::Refused)
     }
 }
