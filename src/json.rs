@@ -188,9 +188,9 @@ pub fn to_raw_value<T: ?Sized + Serialize>(value: &T) -> serde_json::Result<Box<
     RawValue::from_string(to_string(value)?)
 }
 
-/// Whether JSON `text` is already as these writers would write it: no character of
-/// [`needs_escape`] in it raw. (Valid JSON holds no raw C0 control, and outside strings only
-/// ASCII, so this decides for the whole text.)
+/// Whether valid JSON `text` carries no character of [`needs_escape`] raw inside a string,
+/// as these writers guarantee. (Inside strings valid JSON holds no raw C0 control, and
+/// outside them only ASCII, so DEL and the non-ASCII controls are all that is left to find.)
 #[must_use]
 pub fn is_safe(text: &str) -> bool {
     // `is_ascii` and `memchr` scan a word at a time; the char walk runs only for non-ASCII.

@@ -4,10 +4,12 @@
 //! Every JSON document the CLI writes goes through [`write_json`]: compact, one line, serialized
 //! straight into a locked, buffered stdout as it is produced (no intermediate tree, no string).
 
-use std::io::{self, Write};
+use std::io::{self, IoSlice, Write};
 
 use serde::Serialize;
 use serde_json::Value;
+
+use crate::control::client::RawResult;
 
 pub struct Printer {
     json: bool,
@@ -59,17 +61,32 @@ impl Printer {
         write_json(io::stdout().lock(), value)
     }
 
-    /// Writes `value`, which was just read from the compact JSON `text` by this build's own
-    /// types (so the text is that value's document): the text as it is when it needs no
-    /// escape ([`crate::json::is_safe`]) and is one line, else `value` serialized as
-    /// [`Printer::value`] does. Used for large answers, which are then not written twice.
-    pub fn value_read_from<T: Serialize + ?Sized>(&self, text: &str, value: &T) -> io::Result<()> {
-        if !crate::json::is_safe(text) || text.contains('\n') {
+    /// Writes `value`, which was just read from the result `raw` by this build's own types
+    /// (so its text is that value's document, on one line): the text as it is when it needs
+    /// no escape ([`crate::json::is_safe`]), else `value` serialized as [`Printer::value`]
+    /// does. Used for large answers, which are then not written twice.
+    pub fn value_read_from<T: Serialize + ?Sized>(
+        &self,
+        raw: &RawResult,
+        value: &T,
+    ) -> io::Result<()> {
+        let text = raw.get();
+        if !crate::json::is_safe(text) {
             return self.value(value);
         }
+        // Text and newline in one vectored write: stdout's line buffer then finds the
+        // newline at once instead of scanning the whole document for one.
         let mut stdout = io::stdout().lock();
-        stdout.write_all(text.as_bytes())?;
-        stdout.write_all(b"\n")?;
+        let mut pieces = [IoSlice::new(text.as_bytes()), IoSlice::new(b"\n")];
+        let mut pieces = &mut pieces[..];
+        while !pieces.is_empty() {
+            match stdout.write_vectored(pieces) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => IoSlice::advance_slices(&mut pieces, n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
         stdout.flush()
     }
 

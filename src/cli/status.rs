@@ -67,7 +67,7 @@ pub fn run(printer: &Printer, words: &[String], parent: Option<&str>) -> Result<
     let raw = oneshot::call_raw::<method::Status>(located.stream, &params, CONNECT_TIMEOUT)?;
     if printer.json() {
         let fleet = raw.decode::<FleetSummary<'_>>(method::Status::NAME)?;
-        printer.value_read_from(raw.get(), &fleet)?;
+        printer.value_read_from(&raw, &fleet)?;
     } else {
         let table = raw.decode::<FleetTable<'_>>(method::Status::NAME)?;
         printer.out(&fleet_table(table.parent_id, &table.rows))?;

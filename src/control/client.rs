@@ -83,7 +83,7 @@ type Answer = Result<RawResult, ControlError>;
 /// result that is not exactly one JSON value fails there as a protocol error.
 ///
 /// It keeps the whole line it was read from and where the result stands in it, so a large
-/// answer is never copied out of the line.
+/// answer is never copied out of the line; its text holds no newline.
 #[derive(Clone, Debug)]
 pub struct RawResult {
     line: String,
