@@ -5,6 +5,7 @@ mod demo;
 mod demo_live;
 mod effective;
 mod embedded;
+pub mod error;
 mod fleet;
 mod handoff;
 mod hub;
@@ -19,9 +20,10 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+pub use error::Error;
 pub use printer::Printer;
 
-/// Exit codes, stable and documented in README.md.
+/// Exit codes, stable and documented in `docs/cli.md` (each [`Error`] has one).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExitCode {
     Ok = 0,
@@ -36,17 +38,6 @@ pub enum ExitCode {
 }
 
 impl ExitCode {
-    /// The `--json` error code of a failure that has no more specific one.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Ok => "ok",
-            Self::Refused => "failed",
-            Self::Usage => "usage",
-            Self::NoCoordinator => "no-coordinator",
-            Self::Busy => "busy",
-        }
-    }
-
     /// The one mapping from a control-socket failure to an exit code (and the stable code
     /// shown in `--json` errors): a refusal is 1, a request this build got wrong is 2, no
     /// coordinator is 3, a coordinator at capacity is 4.
@@ -368,53 +359,55 @@ pub struct Select {
     pub parent: Option<String>,
 }
 
-/// Run a parsed command; the caller maps the result to the process exit code.
-#[allow(clippy::too_many_lines, reason = "one dispatch arm per command")]
-pub fn run(cli: Cli) -> ExitCode {
+/// `slate`'s `main`: the command's result through the one exit ([`error::exit`]).
+pub fn main(cli: Cli) -> std::process::ExitCode {
     let printer = Printer::new(cli.json);
-    match cli.command {
-        Command::Demo { serve: true, .. } => demo_live::serve(&printer),
+    let result = try_main(&printer, cli.command);
+    error::exit(&printer, result)
+}
+
+/// Runs a parsed command: its exit code (0, or the code of an answer that is itself a
+/// failure, such as a failed outcome), or why it failed.
+#[allow(clippy::too_many_lines, reason = "one dispatch arm per command")]
+pub fn try_main(printer: &Printer, command: Command) -> Result<ExitCode, Error> {
+    match command {
+        Command::Demo { serve: true, .. } => demo_live::serve(printer),
         Command::Demo { seed, timeline, .. } => {
             use std::io::IsTerminal as _;
             let terminal = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
             if terminal && !timeline && !printer.json() {
-                demo_live::hub(&printer)
+                demo_live::hub()
             } else {
-                demo::run(&printer, seed)
+                demo::run(printer, seed)
             }
         }
         Command::Completions { shell } => {
             let mut command = <Cli as clap::CommandFactory>::command();
             let mut out = Vec::new();
             clap_complete::generate(shell, &mut command, "slate", &mut out);
-            printer.out(&String::from_utf8_lossy(&out));
-            ExitCode::Ok
+            printer.out(&String::from_utf8_lossy(&out))?;
+            Ok(ExitCode::Ok)
         }
         Command::Man => {
             let command = <Cli as clap::CommandFactory>::command();
             let mut out = Vec::new();
-            match clap_mangen::Man::new(command).render(&mut out) {
-                Ok(()) => {
-                    printer.out(&String::from_utf8_lossy(&out));
-                    ExitCode::Ok
-                }
-                Err(e) => {
-                    printer.error(&format!("cannot render the man page: {e}"));
-                    ExitCode::Usage
-                }
-            }
+            clap_mangen::Man::new(command)
+                .render(&mut out)
+                .map_err(|e| Error::Environment(format!("cannot render the man page: {e}")))?;
+            printer.out(&String::from_utf8_lossy(&out))?;
+            Ok(ExitCode::Ok)
         }
         Command::Profiles {
             approve,
             no_approve,
             prompts,
             text,
-        } => profiles::run(&printer, approval(approve, no_approve), prompts, text),
+        } => profiles::run(printer, approval(approve, no_approve), prompts, text),
         Command::Effective {
             approve,
             no_approve,
             recovery,
-        } => effective::run(&printer, approval(approve, no_approve), recovery.as_deref()),
+        } => effective::run(printer, approval(approve, no_approve), recovery.as_deref()),
         Command::Run {
             file,
             backend,
@@ -422,7 +415,7 @@ pub fn run(cli: Cli) -> ExitCode {
             approve,
             no_approve,
         } => run::run(
-            &printer,
+            printer,
             &run::RunArgs {
                 file,
                 embed: embedded::EmbedArgs {
@@ -441,7 +434,7 @@ pub fn run(cli: Cli) -> ExitCode {
             approve,
             no_approve,
         } => serve::run(
-            &printer,
+            printer,
             &embedded::EmbedArgs {
                 backend,
                 scenario,
@@ -450,8 +443,10 @@ pub fn run(cli: Cli) -> ExitCode {
                 kill_grace: std::time::Duration::from_secs(10),
             },
         ),
-        Command::Status { target, select } => status::run(&printer, &target, select.parent),
-        Command::Watch { select } => watch::run(&printer, select.parent),
+        Command::Status { target, select } => {
+            status::run(printer, &target, select.parent.as_deref())
+        }
+        Command::Watch { select } => watch::run(select.parent),
         Command::Hub {
             select,
             backend,
@@ -460,7 +455,6 @@ pub fn run(cli: Cli) -> ExitCode {
             approve,
             no_approve,
         } => hub::run(
-            &printer,
             select.parent,
             &embedded::EmbedArgs {
                 backend,
@@ -476,7 +470,7 @@ pub fn run(cli: Cli) -> ExitCode {
             effort,
             session,
             ..
-        } if words.is_empty() => handoff::resume(&printer, model, effort, session),
+        } if words.is_empty() => handoff::resume(printer, model, effort, session),
         Command::Handoff {
             track_boundary,
             post_check,
@@ -486,7 +480,7 @@ pub fn run(cli: Cli) -> ExitCode {
             focus,
             select,
         } => handoff::handoff(
-            &printer,
+            printer,
             handoff::PurposeFlags {
                 track_boundary,
                 post_check,
@@ -497,7 +491,7 @@ pub fn run(cli: Cli) -> ExitCode {
             session,
             select.parent,
         ),
-        other => commands::run(&printer, other),
+        other => commands::run(printer, other),
     }
 }
 
@@ -511,8 +505,8 @@ fn approval(approve: bool, no_approve: bool) -> Option<bool> {
     }
 }
 
-/// `subagent-status [UUID@generation]`: the one-shot status query.
-pub fn run_subagent_status(args: impl IntoIterator<Item = String>) -> ExitCode {
+/// `subagent-status [UUID@generation]`: the one-shot status query, through the same exit.
+pub fn subagent_status_main(args: impl IntoIterator<Item = String>) -> std::process::ExitCode {
     #[derive(Debug, Parser)]
     #[command(
         name = "subagent-status",
@@ -528,16 +522,12 @@ pub fn run_subagent_status(args: impl IntoIterator<Item = String>) -> ExitCode {
         /// One generation: `UUID@GEN` or `UUID GEN`.
         target: Vec<String>,
     }
-    match Args::try_parse_from(args) {
-        Ok(args) => status::run(&Printer::new(args.json), &args.target, args.parent),
-        Err(e) => {
-            let code = if e.use_stderr() {
-                ExitCode::Usage
-            } else {
-                ExitCode::Ok
-            };
-            let _ = e.print();
-            code
-        }
-    }
+    let args = match Args::try_parse_from(args) {
+        Ok(args) => args,
+        // clap's own usage errors and --help/--version: what `slate` does for them.
+        Err(e) => e.exit(),
+    };
+    let printer = Printer::new(args.json);
+    let result = status::run(&printer, &args.target, args.parent.as_deref());
+    error::exit(&printer, result)
 }

@@ -9,6 +9,7 @@
 //!   supplies the methods.
 //! * `caller`: who a connection speaks for (the operator or one worker generation).
 //! * `client`: connect, `hello`, concurrent calls, subscriptions.
+//! * `oneshot`: `hello` and one call on a blocking socket, for commands that ask one thing.
 //! * `discovery`: the runtime directory, metadata files and finding a coordinator.
 
 pub mod caller;
@@ -17,13 +18,16 @@ pub mod codec;
 mod connection;
 pub mod discovery;
 pub mod methods;
+pub mod oneshot;
 pub mod protocol;
 pub mod server;
 pub mod session_routing;
 pub mod summary;
+pub mod summary_cache;
+pub mod table;
 
 pub use client::{Client, ClientError, Subscription};
-pub use discovery::{DiscoveryError, Endpoint, Metadata, RuntimeDir, Selector};
+pub use discovery::{DiscoveryError, Endpoint, Located, Metadata, RuntimeDir, Selector};
 pub use methods::{Method, Notification, PROTOCOL_VERSION, Request};
 pub use protocol::ControlError;
 pub use server::{BoxFuture, Handler, Server, ServerConfig, ServerError, Session, serve};

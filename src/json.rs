@@ -182,13 +182,20 @@ pub fn to_string_pretty<T: ?Sized + Serialize>(value: &T) -> serde_json::Result<
 /// the escaping writer runs and its text is validated once.
 pub fn to_raw_value<T: ?Sized + Serialize>(value: &T) -> serde_json::Result<Box<RawValue>> {
     let plain = serde_json::value::to_raw_value(value)?;
-    let text = plain.get();
-    // `is_ascii` and `memchr` scan a word at a time; the char walk runs only for non-ASCII.
-    let plain_ascii = text.is_ascii() && memchr::memchr(0x7f, text.as_bytes()).is_none();
-    if plain_ascii || !text.chars().any(needs_escape) {
+    if is_safe(plain.get()) {
         return Ok(plain);
     }
     RawValue::from_string(to_string(value)?)
+}
+
+/// Whether valid JSON `text` carries no character of [`needs_escape`] raw inside a string,
+/// as these writers guarantee. (Inside strings valid JSON holds no raw C0 control, and
+/// outside them only ASCII, so DEL and the non-ASCII controls are all that is left to find.)
+#[must_use]
+pub fn is_safe(text: &str) -> bool {
+    // `is_ascii` and `memchr` scan a word at a time; the char walk runs only for non-ASCII.
+    let plain_ascii = text.is_ascii() && memchr::memchr(0x7f, text.as_bytes()).is_none();
+    plain_ascii || !text.chars().any(needs_escape)
 }
 
 /// The serializer writes only UTF-8 (escapes are ASCII; everything else comes from `str`).

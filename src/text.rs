@@ -217,13 +217,91 @@ pub fn compact_count(n: u64) -> String {
 
 /// An elapsed time: `4.2s`, `3m07s`, `2h05m`.
 pub fn elapsed_text(ms: u64) -> String {
+    let mut out = String::with_capacity(8);
+    push_elapsed(&mut out, ms);
+    out
+}
+
+/// Appends [`elapsed_text`] to `out`.
+pub fn push_elapsed(out: &mut String, ms: u64) {
     if ms >= 3_600_000 {
-        format!("{}h{:02}m", ms / 3_600_000, ms % 3_600_000 / 60_000)
+        push_u64(out, ms / 3_600_000);
+        out.push('h');
+        push_two_digits(out, ms % 3_600_000 / 60_000);
+        out.push('m');
     } else if ms >= 60_000 {
-        format!("{}m{:02}s", ms / 60_000, ms % 60_000 / 1000)
+        push_u64(out, ms / 60_000);
+        out.push('m');
+        push_two_digits(out, ms % 60_000 / 1000);
+        out.push('s');
     } else {
-        format!("{}.{}s", ms / 1000, ms % 1000 / 100)
+        push_u64(out, ms / 1000);
+        out.push('.');
+        push_u64(out, ms % 1000 / 100);
+        out.push('s');
     }
+}
+
+/// Appends `n` in decimal (what `{n}` writes, without the formatting machinery: the fleet
+/// table writes several numbers per row).
+pub fn push_u64(out: &mut String, mut n: u64) {
+    let mut digits = [0_u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + u8::try_from(n % 10).unwrap_or(0);
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
+}
+
+/// Appends `x` with four decimals, exactly as `{x:.4}` writes it (the exact binary value
+/// rounded half to even), computed in integers for the values a cost takes (finite, `0 ≤ x <
+/// 2^50`); anything else goes through the formatter.
+pub fn push_fixed4(out: &mut String, x: f64) {
+    const SCALE: u128 = 10_000;
+    if !(x.is_finite() && x.is_sign_positive() && x < 1e15) {
+        let _ = std::fmt::Write::write_fmt(out, format_args!("{x:.4}"));
+        return;
+    }
+    // x = mantissa · 2^-shift exactly; below 2^50 the exponent is always negative.
+    let bits = x.to_bits();
+    let biased = (bits >> 52) & 0x7ff;
+    let fraction = bits & ((1 << 52) - 1);
+    let (mantissa, shift) = if biased == 0 {
+        (fraction, 1074)
+    } else {
+        (fraction | (1 << 52), 1075 - biased)
+    };
+    // x · 10^4 = scaled / 2^shift; scaled < 2^67, so from 2^68 on it rounds to 0.
+    let scaled = u128::from(mantissa) * SCALE;
+    let units = if shift >= 68 {
+        0
+    } else {
+        let whole = scaled >> shift;
+        let rest = scaled - (whole << shift);
+        let half = 1_u128 << (shift - 1);
+        whole + u128::from(rest > half || (rest == half && whole % 2 == 1))
+    };
+    push_u64(out, u64::try_from(units / SCALE).unwrap_or(u64::MAX));
+    out.push('.');
+    let decimals = units % SCALE;
+    for place in [1000, 100, 10, 1] {
+        out.push(char::from(
+            b'0' + u8::try_from(decimals / place % 10).unwrap_or(0),
+        ));
+    }
+}
+
+/// `n` (below 100) as two digits, `07`.
+fn push_two_digits(out: &mut String, n: u64) {
+    if n < 10 {
+        out.push('0');
+    }
+    push_u64(out, n);
 }
 
 /// `fit`, then pad with spaces to exactly `columns`.
@@ -274,6 +352,89 @@ mod tests {
                 format!(">{}", fit(SafeText::line(raw).as_str(), max)),
                 "{raw:?} {max}"
             );
+        }
+    }
+
+    /// The formatting `elapsed_text` had before it wrote digits itself.
+    fn elapsed_by_format(ms: u64) -> String {
+        if ms >= 3_600_000 {
+            format!("{}h{:02}m", ms / 3_600_000, ms % 3_600_000 / 60_000)
+        } else if ms >= 60_000 {
+            format!("{}m{:02}s", ms / 60_000, ms % 60_000 / 1000)
+        } else {
+            format!("{}.{}s", ms / 1000, ms % 1000 / 100)
+        }
+    }
+
+    #[test]
+    fn digits_written_by_hand_are_what_format_writes() {
+        let edges = [
+            0,
+            1,
+            9,
+            10,
+            99,
+            100,
+            999,
+            59_999,
+            60_000,
+            60_999,
+            3_599_999,
+            3_600_000,
+            36_000_000_000,
+            u64::MAX,
+        ];
+        for n in edges.into_iter().chain((0..5000).map(|i| i * 7919)) {
+            let mut out = String::from("x");
+            super::push_u64(&mut out, n);
+            assert_eq!(out, format!("x{n}"));
+            assert_eq!(super::elapsed_text(n), elapsed_by_format(n), "{n}");
+        }
+    }
+
+    #[test]
+    fn four_decimals_written_by_hand_are_what_format_writes() {
+        let edges = [
+            0.0,
+            -0.0,
+            0.0021,
+            0.00005,
+            0.000_049_999,
+            0.25,
+            0.75,
+            2.5,
+            0.031_25,
+            0.093_75,
+            1e-30,
+            f64::MIN_POSITIVE,
+            5e-324,
+            123_456.789_05,
+            999_999_999_999_999.9,
+            1e15,
+            -0.0021,
+            f64::NAN,
+            f64::INFINITY,
+        ];
+        let ties = (0..4096).map(|k| f64::from(k) / 32.0 + 1.0 / 64.0);
+        for x in edges.into_iter().chain(ties) {
+            let mut out = String::new();
+            super::push_fixed4(&mut out, x);
+            assert_eq!(out, format!("{x:.4}"), "{x:e}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn four_decimals_of_any_cost_are_what_format_writes(
+            bits in 0_u64..0x4330_0000_0000_0000,
+            scaled in 0_u32..100_000_000,
+        ) {
+            let small = [f64::from_bits(u64::from(scaled)), f64::from(scaled) / 1e7];
+            for x in std::iter::once(f64::from_bits(bits)).chain(small) {
+                let mut out = String::new();
+                super::push_fixed4(&mut out, x);
+                proptest::prop_assert_eq!(out, format!("{x:.4}"));
+            }
         }
     }
 

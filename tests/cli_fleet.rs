@@ -502,14 +502,21 @@ fn json_errors_have_one_shape_and_busy_exits_4() {
     drop(held);
 }
 
-/// `slate status --json | head -c 0`: the reader is gone before anything is written; the
-/// command ends quietly (no panic, no message) with its normal exit code.
+/// `slate status --json | head -c 0` (and `subagent-status`): the reader is gone before
+/// anything is written; the command ends quietly (no panic, no message) with exit 0.
 #[test]
 fn a_closed_stdout_ends_quietly() {
     let f = Fixture::start("pipe");
     let _ = f.json(&["delegate", "--background", "Something to list"]);
-    for args in [&["--json", "status"][..], &["status"][..]] {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_slate"));
+    let slate = env!("CARGO_BIN_EXE_slate");
+    let status = env!("CARGO_BIN_EXE_subagent-status");
+    for (program, args) in [
+        (slate, &["--json", "status"][..]),
+        (slate, &["status"][..]),
+        (status, &["--json"][..]),
+        (status, &[][..]),
+    ] {
+        let mut cmd = Command::new(program);
         cmd.args(args)
             .current_dir(&f.work)
             .stdout(Stdio::piped())

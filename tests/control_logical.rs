@@ -66,6 +66,7 @@ async fn call(service: &Service, method: &str, params: Value) -> Result<Value, S
     match service.handle(method, params, &session).await {
         Ok(Payload::Value(v)) => Ok(v),
         Ok(Payload::Raw(raw)) => Ok(serde_json::from_str(raw.get()).unwrap()),
+        Ok(Payload::Shared(raw)) => Ok(serde_json::from_str(raw.get()).unwrap()),
         Err(e) => Err(serde_json::to_string(&e).unwrap()),
     }
 }

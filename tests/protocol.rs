@@ -543,6 +543,26 @@ fn status_result() -> impl Strategy<Value = StatusResult> {
                     policy: SchedulingPolicy::default(),
                 })
             }),
+        (snapshots(), proptest::collection::vec(presence(), 3)).prop_map(
+            |(children, presences)| {
+                let root = Uuid::from_u128(1);
+                let rows = children
+                    .iter()
+                    .zip(presences)
+                    .map(|(s, presence)| {
+                        let row = SummaryRow {
+                            presence: Some(presence),
+                            ..SummaryRow::of(s)
+                        };
+                        slate::control::table::TableRow::of(&row, root).into_owned()
+                    })
+                    .collect();
+                StatusResult::Table(slate::control::table::FleetTable {
+                    parent_id: root,
+                    rows,
+                })
+            }
+        ),
     ]
 }
 
@@ -562,8 +582,13 @@ fn request() -> impl Strategy<Value = Request> {
                 })
             ),
         Just(Request::Subscribe(NoParams {})),
-        (maybe_target(), any::<bool>())
-            .prop_map(|(target, summary)| Request::Status(StatusParams { target, summary })),
+        (maybe_target(), any::<bool>(), any::<bool>()).prop_map(|(target, summary, table)| {
+            Request::Status(StatusParams {
+                target,
+                summary,
+                table,
+            })
+        }),
         Just(Request::Agents(NoParams {})),
         (text(), proptest::option::of(any::<bool>())).prop_map(|(assignment, background)| {
             Request::Delegate(DelegateParams {

@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::cli::fleet::{block_on, read_json, request, simple, snapshot_line, target, wait_all};
+use crate::cli::fleet::{block_on, read_json, simple, snapshot_line, target, wait_all};
 use crate::cli::watch::{End, Quit, Widget};
-use crate::cli::{Command, ExitCode, Printer};
+use crate::cli::{Command, Error, ExitCode, Printer};
 use crate::control::Method;
 use crate::control::methods::{
     DelegateParams, DelegateResult, MessageParams, MessageRef, NoParams, RenewParams, ResumeParams,
@@ -16,14 +16,8 @@ use crate::control::methods::{
 use crate::core::{MessageMode, Reply, Status};
 use crate::text::SafeText;
 
-fn parse_target(printer: &Printer, words: &[String]) -> Option<Target> {
-    match target(words) {
-        Ok(r) => Some(Target(r)),
-        Err(e) => {
-            printer.error_code("usage", &e, None);
-            None
-        }
-    }
+fn parse_target(words: &[String]) -> Result<Target, Error> {
+    target(words).map(Target).map_err(Error::Usage)
 }
 
 /// A core reply as text lines.
@@ -71,14 +65,9 @@ fn targeted<M: Method<Result = Reply>>(
     words: &[String],
     parent: Option<String>,
     params: impl FnOnce(Target) -> M::Params,
-) -> ExitCode {
-    let Some(t) = parse_target(printer, words) else {
-        return ExitCode::Usage;
-    };
-    block_on(
-        printer,
-        simple::<M>(printer, parent, params(t), snapshot_reply),
-    )
+) -> Result<ExitCode, Error> {
+    let t = parse_target(words)?;
+    block_on(simple::<M>(printer, parent, params(t), snapshot_reply))
 }
 
 #[allow(
@@ -86,11 +75,8 @@ fn targeted<M: Method<Result = Reply>>(
     clippy::format_collect,
     reason = "one arm per command"
 )]
-pub fn run(printer: &Printer, command: Command) -> ExitCode {
-    let usage = |e: String| {
-        printer.error(&e);
-        ExitCode::Usage
-    };
+pub fn run(printer: &Printer, command: Command) -> Result<ExitCode, Error> {
+    let usage = |e: String| Err(Error::Usage(e));
     match command {
         Command::Stop { target, select } => {
             targeted::<method::Stop>(printer, &target, select.parent, |target| TargetParams {
@@ -103,36 +89,31 @@ pub fn run(printer: &Printer, command: Command) -> ExitCode {
             })
         }
         Command::Transcript { target, select } => {
-            let Some(t) = parse_target(printer, &target) else {
-                return ExitCode::Usage;
-            };
-            block_on(
+            let t = parse_target(&target)?;
+            block_on(simple::<method::Transcript>(
                 printer,
-                simple::<method::Transcript>(
-                    printer,
-                    select.parent,
-                    TargetParams { target: t },
-                    |v| {
-                        // pi's message objects: their shape is pi's, read leniently.
-                        v.messages
-                            .iter()
-                            .map(|m| {
-                                let role = m["role"].as_str().unwrap_or("?");
-                                let text: String = match &m["content"] {
-                                    Value::String(s) => s.clone(),
-                                    Value::Array(blocks) => blocks
-                                        .iter()
-                                        .filter_map(|b| b["text"].as_str())
-                                        .collect::<Vec<_>>()
-                                        .join(""),
-                                    _ => String::new(),
-                                };
-                                format!("[{role}] {}\n", SafeText::lines(&text))
-                            })
-                            .collect()
-                    },
-                ),
-            )
+                select.parent,
+                TargetParams { target: t },
+                |v| {
+                    // pi's message objects: their shape is pi's, read leniently.
+                    v.messages
+                        .iter()
+                        .map(|m| {
+                            let role = m["role"].as_str().unwrap_or("?");
+                            let text: String = match &m["content"] {
+                                Value::String(s) => s.clone(),
+                                Value::Array(blocks) => blocks
+                                    .iter()
+                                    .filter_map(|b| b["text"].as_str())
+                                    .collect::<Vec<_>>()
+                                    .join(""),
+                                _ => String::new(),
+                            };
+                            format!("[{role}] {}\n", SafeText::lines(&text))
+                        })
+                        .collect()
+                },
+            ))
         }
         Command::Steer {
             target,
@@ -151,10 +132,7 @@ pub fn run(printer: &Printer, command: Command) -> ExitCode {
             let target = if words.is_empty() {
                 None
             } else {
-                let Some(t) = parse_target(printer, &words) else {
-                    return ExitCode::Usage;
-                };
-                Some(t)
+                Some(parse_target(&words)?)
             };
             let mode = match mode.as_str() {
                 "steer" => MessageMode::Steer,
@@ -162,15 +140,19 @@ pub fn run(printer: &Printer, command: Command) -> ExitCode {
                 _ => MessageMode::Inbox,
             };
             let params = MessageParams { target, text, mode };
-            block_on(
+            block_on(simple::<method::Message>(
                 printer,
-                simple::<method::Message>(printer, select.parent, params, snapshot_reply),
-            )
+                select.parent,
+                params,
+                snapshot_reply,
+            ))
         }
-        Command::Inbox { select } => block_on(
+        Command::Inbox { select } => block_on(simple::<method::Inbox>(
             printer,
-            simple::<method::Inbox>(printer, select.parent, NoParams {}, snapshot_reply),
-        ),
+            select.parent,
+            NoParams {},
+            snapshot_reply,
+        )),
         Command::Resume {
             mut words,
             model,
@@ -224,17 +206,15 @@ pub fn run(printer: &Printer, command: Command) -> ExitCode {
             select,
         } => {
             if all {
-                return block_on(
+                return block_on(wait_all(
                     printer,
-                    wait_all(printer, select.parent, Duration::from_millis(timeout)),
-                );
+                    select.parent,
+                    Duration::from_millis(timeout),
+                ));
             }
             let target = match target {
                 None => None,
-                Some(t) => match parse_target(printer, &[t]) {
-                    Some(t) => Some(t),
-                    None => return ExitCode::Usage,
-                },
+                Some(t) => Some(parse_target(&[t])?),
             };
             let message_id = match message {
                 None => None,
@@ -248,10 +228,12 @@ pub fn run(printer: &Printer, command: Command) -> ExitCode {
                 target,
                 message_id,
             };
-            block_on(
+            block_on(simple::<method::Wait>(
                 printer,
-                simple::<method::Wait>(printer, select.parent, params, snapshot_reply),
-            )
+                select.parent,
+                params,
+                snapshot_reply,
+            ))
         }
         Command::Delegate {
             assignment,
@@ -301,10 +283,7 @@ pub fn run(printer: &Printer, command: Command) -> ExitCode {
                 }
                 task
             };
-            block_on(
-                printer,
-                delegate(printer, select.parent, request, background),
-            )
+            block_on(delegate(printer, select.parent, request, background))
         }
         Command::Demo { .. }
         | Command::Completions { .. }
@@ -327,11 +306,8 @@ async fn delegate(
     parent: Option<String>,
     body: Value,
     background: bool,
-) -> ExitCode {
-    let client = match crate::cli::fleet::connect(printer, parent).await {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
+) -> Result<ExitCode, Error> {
+    let client = crate::cli::fleet::connect(parent).await?;
     let params = DelegateParams {
         request: body,
         background: Some(background),
@@ -340,23 +316,19 @@ async fn delegate(
     // it is the same as without a terminal.
     let widget = !background && !printer.json() && std::io::stdout().is_terminal();
     let result = if widget {
-        delegate_with_widget(printer, &client, &params).await
+        delegate_with_widget(&client, &params).await?
     } else {
-        request::<method::Delegate>(printer, &client, &params).await
-    };
-    let result = match result {
-        Ok(v) => v,
-        Err(code) => return code,
+        client.request::<method::Delegate>(&params).await?
     };
     if printer.json() {
-        printer.value(&result);
+        printer.value(&result)?;
     }
     match result {
         DelegateResult::Background(reply) => {
             if !printer.json() {
-                printer.out(&snapshot_reply(&reply));
+                printer.out(&snapshot_reply(&reply))?;
             }
-            ExitCode::Ok
+            Ok(ExitCode::Ok)
         }
         DelegateResult::Foreground(fg) => {
             let outcomes = &fg.outcome.outcomes;
@@ -366,12 +338,12 @@ async fn delegate(
                         .iter()
                         .map(|s| snapshot_line(s) + "\n")
                         .collect::<String>(),
-                );
+                )?;
             }
             if outcomes.iter().all(|s| s.status == Status::Settled) {
-                ExitCode::Ok
+                Ok(ExitCode::Ok)
             } else {
-                ExitCode::Refused
+                Ok(ExitCode::Refused)
             }
         }
     }
@@ -381,12 +353,11 @@ async fn delegate(
 /// terminal or subscription the call simply runs without the widget. Ctrl+C detaches:
 /// the admitted work stays with the coordinator.
 async fn delegate_with_widget(
-    printer: &Printer,
     client: &crate::control::Client,
     params: &DelegateParams,
-) -> Result<DelegateResult, ExitCode> {
+) -> Result<DelegateResult, Error> {
     let Ok(mut widget) = Widget::attach(client).await else {
-        return request::<method::Delegate>(printer, client, params).await;
+        return Ok(client.request::<method::Delegate>(params).await?);
     };
     let end = widget
         .run_until(
@@ -398,25 +369,15 @@ async fn delegate_with_widget(
     // Restore the terminal before anything is printed.
     drop(widget);
     match end {
-        End::Done(result) => result.map_err(|e| crate::cli::fleet::report(printer, &e)),
-        End::Quit => {
-            printer.error(
-                "detached from the widget; the admitted work stays with the coordinator \
-                 (follow it with `slate watch`, `slate status` or `slate wait --all`)",
-            );
-            Err(ExitCode::Refused)
-        }
-        End::Closed => {
-            printer.error_code(
-                "no-coordinator",
-                "the coordinator went away before the outcome arrived",
-                None,
-            );
-            Err(ExitCode::NoCoordinator)
-        }
-        End::Failed(message) => {
-            printer.error(&message);
-            Err(ExitCode::Usage)
-        }
+        End::Done(result) => Ok(result?),
+        End::Quit => Err(Error::Failed(
+            "detached from the widget; the admitted work stays with the coordinator \
+             (follow it with `slate watch`, `slate status` or `slate wait --all`)"
+                .to_owned(),
+        )),
+        End::Closed => Err(Error::NoCoordinator(
+            "the coordinator went away before the outcome arrived".to_owned(),
+        )),
+        End::Failed(message) => Err(Error::Environment(message)),
     }
 }

@@ -5,19 +5,19 @@ use std::fmt::Write as _;
 
 use uuid::Uuid;
 
-use crate::cli::{ExitCode, Printer};
+use crate::cli::{Error, ExitCode, Printer};
 use crate::core::{ChildRef, ChildSnapshot};
 use crate::demo::{DemoRun, TimelineEntry};
 use crate::text::{SafeText, fit, pad, width};
 
-pub fn run(printer: &Printer, seed: u64) -> ExitCode {
+pub fn run(printer: &Printer, seed: u64) -> Result<ExitCode, Error> {
     let run = crate::demo::run(seed);
     if printer.json() {
-        printer.value(&run);
+        printer.value(&run)?;
     } else {
-        printer.out(&render(&run, terminal_columns()));
+        printer.out(&render(&run, terminal_columns()))?;
     }
-    ExitCode::Ok
+    Ok(ExitCode::Ok)
 }
 
 fn terminal_columns() -> usize {

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::cli::{ExitCode, Printer};
+use crate::cli::{Error, ExitCode, Printer};
 use crate::config::load;
 use crate::control::Server;
 use crate::control::service::Service;
@@ -35,33 +35,20 @@ pub struct LiveDemo {
 }
 
 impl LiveDemo {
-    /// Starts the coordinator and its control server; problems are printed.
-    pub async fn start(printer: &Printer) -> Option<Self> {
-        let cwd = match std::env::current_dir() {
-            Ok(cwd) => cwd,
-            Err(e) => {
-                printer.error(&format!("the current directory cannot be read: {e}"));
-                return None;
-            }
-        };
+    /// Starts the coordinator and its control server.
+    pub async fn start() -> Result<Self, Error> {
+        let cwd = std::env::current_dir().map_err(|e| {
+            Error::Environment(format!("the current directory cannot be read: {e}"))
+        })?;
         // The demo never trusts project configuration.
-        let loaded = match load(&cwd, Some(false)) {
-            Ok(loaded) => loaded,
-            Err(problems) => {
-                crate::cli::profiles::report_problems(
-                    printer,
-                    "the delegation policy is invalid",
-                    &problems,
-                );
-                return None;
-            }
-        };
+        let loaded = load(&cwd, Some(false))
+            .map_err(|problems| Error::problems("the delegation policy is invalid", problems))?;
         let root_id = uuid::Uuid::new_v4();
         let scratch = std::env::temp_dir().join(format!("slate-demo-{root_id}"));
-        if let Err(e) = std::fs::DirBuilder::new().mode(0o700).create(&scratch) {
-            printer.error(&format!("cannot create {}: {e}", scratch.display()));
-            return None;
-        }
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&scratch)
+            .map_err(|e| Error::Environment(format!("cannot create {}: {e}", scratch.display())))?;
         let mut backend = SimBackend::new(live::book());
         backend.setup_ms = live::SETUP_MS;
         let config = RuntimeConfig {
@@ -75,9 +62,8 @@ impl LiveDemo {
         let (rt, join) = match spawn(config, Arc::new(backend)) {
             Ok(started) => started,
             Err(e) => {
-                printer.error(&e.to_string());
                 let _ = std::fs::remove_dir_all(&scratch);
-                return None;
+                return Err(Error::Environment(e.to_string()));
             }
         };
         let parent = ModelSelection {
@@ -94,10 +80,9 @@ impl LiveDemo {
         let server = match Server::bind_coordinator(root_id, loaded.cwd.clone()) {
             Ok(server) => server,
             Err(e) => {
-                printer.error(&e);
                 let _ = rt.shutdown().await;
                 let _ = std::fs::remove_dir_all(&scratch);
-                return None;
+                return Err(Error::Environment(e));
             }
         };
         let socket = server.socket().to_owned();
@@ -116,7 +101,7 @@ impl LiveDemo {
             }
         };
         let server = tokio::spawn(async move { server.run(service, stop).await });
-        Some(Self {
+        Ok(Self {
             rt,
             join,
             root_id,
@@ -149,20 +134,20 @@ impl LiveDemo {
 }
 
 /// `slate demo --serve`: the live demo with nothing attached, until SIGINT/SIGTERM.
-pub fn serve(printer: &Printer) -> ExitCode {
-    crate::cli::fleet::block_on_multi(printer, || async {
+pub fn serve(printer: &Printer) -> Result<ExitCode, Error> {
+    crate::cli::fleet::block_on_multi(|| async {
         use tokio::signal::unix::{SignalKind, signal};
         let (Ok(mut sigint), Ok(mut sigterm)) = (
             signal(SignalKind::interrupt()),
             signal(SignalKind::terminate()),
         ) else {
-            printer.error("cannot install signal handlers");
-            return ExitCode::Usage;
+            return Err(Error::Environment(
+                "cannot install signal handlers".to_owned(),
+            ));
         };
-        let Some(demo) = LiveDemo::start(printer).await else {
-            return ExitCode::Usage;
-        };
-        printer.out(&format!(
+        let demo = LiveDemo::start().await?;
+        // A closed stdout does not stop the demo (its socket is what it serves).
+        let _ = printer.out(&format!(
             "slate demo: parent {}\nsocket {}\nattach with `slate hub` or `slate status` in {}; Ctrl+C stops\n",
             demo.root_id,
             demo.socket.display(),
@@ -178,7 +163,7 @@ pub fn serve(printer: &Printer) -> ExitCode {
                 _ = sigint.recv() => break,
                 _ = sigterm.recv() => break,
                 note = notes.recv() => if let Some(note) = note {
-                    printer.out(&format!("{}\n", crate::text::SafeText::line(&note)));
+                    let _ = printer.out(&format!("{}\n", crate::text::SafeText::line(&note)));
                 },
                 event = done.recv() => if matches!(
                     event,
@@ -195,17 +180,15 @@ pub fn serve(printer: &Printer) -> ExitCode {
             "slate demo: stopped ({} simulated worker(s) started)",
             report.workers_started
         ));
-        ExitCode::Ok
+        Ok(ExitCode::Ok)
     })
 }
 
 /// `slate demo` on a terminal: the live demo with the Hub attached; quitting the Hub stops
 /// the demo.
-pub fn hub(printer: &Printer) -> ExitCode {
-    crate::cli::fleet::block_on_multi(printer, || async {
-        let Some(demo) = LiveDemo::start(printer).await else {
-            return ExitCode::Usage;
-        };
+pub fn hub() -> Result<ExitCode, Error> {
+    crate::cli::fleet::block_on_multi(|| async {
+        let demo = LiveDemo::start().await?;
         let client = match crate::control::Client::connect_path(
             &demo.socket,
             crate::control::client::CONNECT_TIMEOUT,
@@ -214,9 +197,10 @@ pub fn hub(printer: &Printer) -> ExitCode {
         {
             Ok(client) => client,
             Err(e) => {
-                printer.error(&format!("slate demo: cannot attach the Hub: {e}"));
                 demo.finish().await;
-                return ExitCode::Usage;
+                return Err(Error::Environment(format!(
+                    "slate demo: cannot attach the Hub: {e}"
+                )));
             }
         };
         // The scripted root's steps show up in the Hub as the registry changes they cause.
@@ -227,12 +211,7 @@ pub fn hub(printer: &Printer) -> ExitCode {
         };
         let result = crate::ui::hub::run_hub(client, options).await;
         demo.finish().await;
-        match result {
-            Ok(()) => ExitCode::Ok,
-            Err(e) => {
-                printer.error(&format!("slate demo: {e}"));
-                ExitCode::Usage
-            }
-        }
+        result.map_err(|e| Error::Environment(format!("slate demo: {e}")))?;
+        Ok(ExitCode::Ok)
     })
 }

@@ -9,8 +9,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::cli::profiles::report_problems;
-use crate::cli::{ExitCode, Printer};
+use crate::cli::{Error, ExitCode, Printer};
 use crate::config::routing::{LoadedRouting, load_routing};
 use crate::policy::recovery::{
     RecoveryStop, Remembered, RouteAttempt, compressor_plan, initial_route, ordinary_recovery,
@@ -66,25 +65,16 @@ pub struct RecoveryView {
     pub stop: Option<RecoveryStop>,
 }
 
-pub fn run(printer: &Printer, approve: Option<bool>, recovery: Option<&str>) -> ExitCode {
-    let cwd = match std::env::current_dir() {
-        Ok(cwd) => cwd,
-        Err(e) => {
-            printer.error(&format!("the current directory cannot be read: {e}"));
-            return ExitCode::Usage;
-        }
-    };
-    let loaded = match load_routing(&cwd, approve) {
-        Ok(loaded) => loaded,
-        Err(problems) => {
-            report_problems(
-                printer,
-                "the routing configuration cannot be loaded",
-                &problems,
-            );
-            return ExitCode::Usage;
-        }
-    };
+pub fn run(
+    printer: &Printer,
+    approve: Option<bool>,
+    recovery: Option<&str>,
+) -> Result<ExitCode, Error> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| Error::Environment(format!("the current directory cannot be read: {e}")))?;
+    let loaded = load_routing(&cwd, approve).map_err(|problems| {
+        Error::problems("the routing configuration cannot be loaded", problems)
+    })?;
     let recovery_view = match (recovery, &loaded.report.policy) {
         (None, _) => None,
         (Some(_), None) => {
@@ -93,24 +83,19 @@ pub fn run(printer: &Printer, approve: Option<bool>, recovery: Option<&str>) -> 
             }
             None
         }
-        (Some(from), Some(policy)) => match recovery_for(policy, from) {
-            Ok(view) => Some(view),
-            Err(message) => {
-                printer.error(&message);
-                return ExitCode::Usage;
-            }
-        },
+        (Some(from), Some(policy)) => Some(recovery_for(policy, from).map_err(Error::Usage)?),
     };
     let view = view(loaded, recovery_view);
     if printer.json() {
-        printer.value(&view);
+        printer.value(&view)?;
     } else {
-        printer.out(&render(&view));
+        printer.out(&render(&view))?;
     }
+    // Blocked routing is the answer, printed in full, and exits 2.
     if view.report.blocked {
-        ExitCode::Usage
+        Ok(ExitCode::Usage)
     } else {
-        ExitCode::Ok
+        Ok(ExitCode::Ok)
     }
 }
 

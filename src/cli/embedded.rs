@@ -9,8 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::cli::Printer;
-use crate::cli::profiles::report_problems;
+use crate::cli::Error;
 use crate::config::Loaded;
 use crate::config::live::LivePolicy;
 use crate::config::routing::load_routing;
@@ -69,22 +68,13 @@ pub async fn rt_shutdown(embedded: &Embedded) -> Result<(), crate::runtime::Runt
 }
 
 impl Embedded {
-    /// Everything up to a running runtime; problems are printed (exit 2 territory).
-    pub async fn start(printer: &Printer, args: &EmbedArgs) -> Option<Self> {
-        let cwd = match std::env::current_dir() {
-            Ok(cwd) => cwd,
-            Err(e) => {
-                printer.error(&format!("the current directory cannot be read: {e}"));
-                return None;
-            }
-        };
-        let (policy, loaded) = match watch_policy(&cwd, args.approve) {
-            Ok(watched) => watched,
-            Err(problems) => {
-                report_problems(printer, "the delegation policy is invalid", &problems.0);
-                return None;
-            }
-        };
+    /// Everything up to a running runtime (every failure is exit 2 territory).
+    pub async fn start(args: &EmbedArgs) -> Result<Self, Error> {
+        let cwd = std::env::current_dir().map_err(|e| {
+            Error::Environment(format!("the current directory cannot be read: {e}"))
+        })?;
+        let (policy, loaded) = watch_policy(&cwd, args.approve)
+            .map_err(|problems| Error::problems("the delegation policy is invalid", problems.0))?;
         // Routing problems do not stop the session: they block logical work, which names
         // them and points to `slate effective`; exact selections keep working.
         let routing = SessionRouting::new(
@@ -92,13 +82,8 @@ impl Embedded {
                 .ok()
                 .map(|loaded| loaded.report),
         );
-        let parent = match root_model(&loaded, args.model.as_deref()) {
-            Ok(model) => model,
-            Err(problem) => {
-                report_problems(printer, "no model for the root", &[problem]);
-                return None;
-            }
-        };
+        let parent = root_model(&loaded, args.model.as_deref())
+            .map_err(|problem| Error::problems("no model for the root", vec![problem]))?;
         let models = ModelContext {
             known_providers: BTreeSet::from([parent.provider.clone()]),
             parent,
@@ -113,13 +98,9 @@ impl Embedded {
                         let parsed = std::fs::read_to_string(file)
                             .map_err(|e| e.to_string())
                             .and_then(|text| ScriptBook::parse(&text).map_err(|e| e.to_string()));
-                        match parsed {
-                            Ok(book) => book,
-                            Err(e) => {
-                                printer.error(&format!("--scenario {}: {e}", file.display()));
-                                return None;
-                            }
-                        }
+                        parsed.map_err(|e| {
+                            Error::Usage(format!("--scenario {}: {e}", file.display()))
+                        })?
                     }
                 };
                 Arc::new(SimBackend::new(book))
@@ -130,23 +111,17 @@ impl Embedded {
                 // An unchanged pi is not run again (`worker::pi::version_cache`), and the
                 // backend reuses this check instead of running its own.
                 let cache = VersionCache::user();
-                match version_cache::check_version(&pi, cache.as_ref()).await {
-                    Ok((version, _)) => Arc::new(PiBackend::with_version(pi, version)),
-                    Err(e) => {
-                        printer.error(&format!("pi cannot run delegated work: {e}"));
-                        return None;
-                    }
-                }
+                let (version, _) = version_cache::check_version(&pi, cache.as_ref())
+                    .await
+                    .map_err(|e| {
+                        Error::Environment(format!("pi cannot run delegated work: {e}"))
+                    })?;
+                Arc::new(PiBackend::with_version(pi, version))
             }
         };
         let root_id = uuid::Uuid::new_v4();
-        let session_dir = match paths::parent_session_dir(None, &loaded.agent_dir, &loaded.cwd) {
-            Ok(dir) => dir,
-            Err(e) => {
-                printer.error(&e.to_string());
-                return None;
-            }
-        };
+        let session_dir = paths::parent_session_dir(None, &loaded.agent_dir, &loaded.cwd)
+            .map_err(|e| Error::Environment(e.to_string()))?;
         let delegation_dir = paths::delegation_dir(&session_dir, root_id);
         let config = RuntimeConfig {
             root_id,
@@ -156,14 +131,9 @@ impl Embedded {
             event_log: true,
             kill_grace: args.kill_grace,
         };
-        let (rt, join) = match spawn_watching(config, backend, policy.clone()) {
-            Ok(started) => started,
-            Err(e) => {
-                printer.error(&e.to_string());
-                return None;
-            }
-        };
-        Some(Self {
+        let (rt, join) = spawn_watching(config, backend, policy.clone())
+            .map_err(|e| Error::Environment(e.to_string()))?;
+        Ok(Self {
             rt,
             join,
             loaded,

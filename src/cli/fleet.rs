@@ -5,10 +5,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::cli::{ExitCode, Printer};
+use crate::cli::{Error, ExitCode, Printer};
 use crate::control::methods::{StatusParams, method};
 use crate::control::summary::{FleetSummary, SummaryRow};
-use crate::control::{Client, ClientError, Method, RuntimeDir, Selector, discovery};
+use crate::control::table::{Cells, TableRow};
+use crate::control::{Client, DiscoveryError, Located, Method, RuntimeDir, Selector, discovery};
 use crate::core::{ChildRef, ChildSnapshot, Presence, Status, StatusView};
 use crate::text::{SafeText, fit};
 
@@ -38,108 +39,47 @@ pub fn target(words: &[String]) -> Result<ChildRef, String> {
     }
 }
 
-/// Connect to the selected coordinator; on failure the exit code and the message to show.
-pub async fn try_connect(parent: Option<String>) -> Result<Client, (ExitCode, String)> {
-    let cwd = std::env::current_dir().map_err(|e| {
-        (
-            ExitCode::Usage,
-            format!("the current directory cannot be read: {e}"),
-        )
-    })?;
-    let code = |unreachable: bool| {
-        if unreachable {
-            ExitCode::NoCoordinator
-        } else {
-            ExitCode::Usage
-        }
-    };
-    let endpoint = discovery::locate(&RuntimeDir::from_env(), &Selector::from_env(parent), &cwd)
-        .map_err(|e| (code(e.is_unreachable()), e.to_string()))?;
-    Client::connect(&endpoint)
-        .await
-        .map_err(|e| (ExitCode::of_client_error(&e).0, e.to_string()))
+/// Find the selected coordinator, connected.
+pub fn locate(parent: Option<String>) -> Result<Located, Error> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| Error::Environment(format!("the current directory cannot be read: {e}")))?;
+    discovery::locate_connected(&RuntimeDir::from_env(), &Selector::from_env(parent), &cwd).map_err(
+        |e| match e {
+            e if e.is_unreachable() => Error::NoCoordinator(e.to_string()),
+            DiscoveryError::InvalidParent(_) => Error::Usage(e.to_string()),
+            e => Error::Environment(e.to_string()),
+        },
+    )
 }
 
-/// Connect to the selected coordinator, or explain how to start one (exit 3).
-pub async fn connect(printer: &Printer, parent: Option<String>) -> Result<Client, ExitCode> {
-    try_connect(parent).await.map_err(|(code, message)| {
-        printer.error_code(code.name(), &SafeText::line(&message).into_string(), None);
-        code
-    })
-}
-
-/// One typed call; a failure is reported (text or the JSON error object) and mapped to its
-/// exit code.
-pub async fn request<M: Method>(
-    printer: &Printer,
-    client: &Client,
-    params: &M::Params,
-) -> Result<M::Result, ExitCode> {
-    client
-        .request::<M>(params)
-        .await
-        .map_err(|e| report(printer, &e))
-}
-
-/// Prints a failed call (`refused [code]: message`, or the JSON error object) and returns
-/// its exit code ([`ExitCode::of_client_error`]).
-pub fn report(printer: &Printer, error: &ClientError) -> ExitCode {
-    let (exit, code) = ExitCode::of_client_error(error);
-    let Some(remote) = error.remote() else {
-        printer.error_code(
-            code,
-            &SafeText::line(&error.to_string()).into_string(),
-            None,
-        );
-        return exit;
-    };
-    if printer.json() {
-        printer.error_code(&remote.code, &remote.message, remote.data.as_ref());
-    } else {
-        let mut text = format!(
-            "refused [{}]: {}",
-            remote.code,
-            SafeText::lines(&remote.message)
-        );
-        if let Some(data) = &remote.data {
-            let _ = write!(text, "\n{}", SafeText::lines(&data.to_string()));
-        }
-        printer.error(&text);
-    }
-    exit
+/// Connect to the selected coordinator and say `hello`.
+pub async fn connect(parent: Option<String>) -> Result<Client, Error> {
+    let located = locate(parent)?;
+    Ok(Client::connect_located(located).await?)
 }
 
 /// Run a long-lived command (a coordinator, a view) on a two-thread runtime: workers,
 /// the control server and the UI make progress together.
-pub fn block_on_multi<F: std::future::Future<Output = ExitCode>>(
-    printer: &Printer,
+pub fn block_on_multi<F: std::future::Future<Output = Result<ExitCode, Error>>>(
     body: impl FnOnce() -> F,
-) -> ExitCode {
-    match tokio::runtime::Builder::new_multi_thread()
+) -> Result<ExitCode, Error> {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-    {
-        Ok(rt) => rt.block_on(body()),
-        Err(e) => {
-            printer.error(&format!("cannot start the async runtime: {e}"));
-            ExitCode::Usage
-        }
-    }
+        .map_err(|e| Error::Environment(format!("cannot start the async runtime: {e}")))?
+        .block_on(body())
 }
 
 /// Run an async command body on a small runtime.
-pub fn block_on(printer: &Printer, body: impl std::future::Future<Output = ExitCode>) -> ExitCode {
-    match tokio::runtime::Builder::new_current_thread()
+pub fn block_on(
+    body: impl std::future::Future<Output = Result<ExitCode, Error>>,
+) -> Result<ExitCode, Error> {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-    {
-        Ok(rt) => rt.block_on(body),
-        Err(e) => {
-            printer.error(&format!("cannot start the async runtime: {e}"));
-            ExitCode::Usage
-        }
-    }
+        .map_err(|e| Error::Environment(format!("cannot start the async runtime: {e}")))?
+        .block_on(body)
 }
 
 /// A control method with a printed result: its typed result as JSON, or `human(result)`.
@@ -148,44 +88,44 @@ pub async fn simple<M: Method>(
     parent: Option<String>,
     params: M::Params,
     human: impl Fn(&M::Result) -> String,
-) -> ExitCode {
-    let client = match connect(printer, parent).await {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
-    match request::<M>(printer, &client, &params).await {
-        Ok(result) => {
-            if printer.json() {
-                printer.value(&result);
-            } else {
-                printer.out(&human(&result));
-            }
-            ExitCode::Ok
-        }
-        Err(code) => code,
+) -> Result<ExitCode, Error> {
+    let client = connect(parent).await?;
+    let result = client.request::<M>(&params).await?;
+    if printer.json() {
+        printer.value(&result)?;
+    } else {
+        printer.out(&human(&result))?;
     }
+    Ok(ExitCode::Ok)
 }
 
 /// One snapshot as a line: the fleet table's columns, through the same row writer.
 pub fn snapshot_line(snapshot: &ChildSnapshot) -> String {
     let mut out = String::new();
-    row_line(
-        &mut out,
-        &SummaryRow::of(snapshot),
-        crate::runtime::now_ms(),
-    );
+    let row = SummaryRow::of(snapshot);
+    let cells = TableRow::of(&row, row.parent_id);
+    row_line(&mut out, &cells.cells(), crate::runtime::now_ms());
     out
 }
 
-/// The fleet table (`status` without a target), from typed summary rows.
-pub fn fleet_table(parent_id: uuid::Uuid, children: &[SummaryRow<'_>]) -> String {
-    let count = |status: Status| children.iter().filter(|c| c.status == status).count();
-    let mut out = String::with_capacity(160 * (children.len() + 1));
+/// The fleet table of summary rows (read-only history, `wait --all`).
+pub fn summary_table(parent_id: uuid::Uuid, children: &[SummaryRow<'_>]) -> String {
+    let rows: Vec<TableRow<'_>> = children
+        .iter()
+        .map(|row| TableRow::of(row, parent_id))
+        .collect();
+    fleet_table(parent_id, &rows)
+}
+
+/// The fleet table (`status` without a target), from typed table rows.
+pub fn fleet_table(parent_id: uuid::Uuid, rows: &[TableRow<'_>]) -> String {
+    let count = |status: Status| rows.iter().filter(|r| r.5 == status).count();
+    let mut out = String::with_capacity(160 * (rows.len() + 1));
     let _ = writeln!(
         out,
         "parent {} · {} current generations · running {} · queued {} · settled {} · failed {} · cancelled {} · paused {}",
         parent_id,
-        children.len(),
+        rows.len(),
         count(Status::Running),
         count(Status::Queued),
         count(Status::Settled),
@@ -194,86 +134,109 @@ pub fn fleet_table(parent_id: uuid::Uuid, children: &[SummaryRow<'_>]) -> String
         count(Status::Paused),
     );
     let now = crate::runtime::now_ms();
-    for c in tree_order(children) {
-        row_line(&mut out, c, now);
-        let presence = c.presence.map_or("", Presence::as_str);
-        let _ = writeln!(out, "  [{presence}]");
+    for c in tree_order(rows) {
+        row_line(&mut out, &c, now);
+        out.push_str("  [");
+        out.push_str(c.presence.map_or("", Presence::as_str));
+        out.push_str("]\n");
     }
     out
 }
 
 /// Rows in tree order: each child right under its parent, siblings in admission order.
-/// Rows whose parent is not listed (depth 1, or a parent outside the selection) are roots.
-fn tree_order<'r, 'a>(rows: &'r [SummaryRow<'a>]) -> Vec<&'r SummaryRow<'a>> {
-    let listed: std::collections::HashSet<uuid::Uuid> = rows.iter().map(|r| r.id).collect();
-    let mut children: std::collections::HashMap<uuid::Uuid, Vec<&SummaryRow<'a>>> =
+/// Rows whose parent is not listed (the root's children, or a parent outside the selection)
+/// are roots.
+fn tree_order<'r>(rows: &'r [TableRow<'_>]) -> Vec<Cells<'r>> {
+    let cells = rows.iter().map(TableRow::cells);
+    // Every row a child of the root: all roots, as listed.
+    if rows.iter().all(|r| r.2.is_none()) {
+        return cells.collect();
+    }
+    let listed: std::collections::HashSet<uuid::Uuid> = rows.iter().map(|r| r.0).collect();
+    let mut children: std::collections::HashMap<uuid::Uuid, Vec<Cells<'r>>> =
         std::collections::HashMap::new();
     let mut roots = Vec::new();
-    for r in rows {
-        if listed.contains(&r.parent_id) && r.parent_id != r.id {
-            children.entry(r.parent_id).or_default().push(r);
-        } else {
-            roots.push(r);
+    for c in cells {
+        match c.parent {
+            Some(parent) if listed.contains(&parent) && parent != c.id => {
+                children.entry(parent).or_default().push(c);
+            }
+            _ => roots.push(c),
         }
     }
     let mut out = Vec::with_capacity(rows.len());
-    let mut stack: Vec<&SummaryRow<'a>> = roots.into_iter().rev().collect();
-    while let Some(r) = stack.pop() {
-        out.push(r);
-        if let Some(kids) = children.remove(&r.id) {
+    let mut stack: Vec<Cells<'r>> = roots.into_iter().rev().collect();
+    while let Some(c) = stack.pop() {
+        out.push(c);
+        if let Some(kids) = children.remove(&c.id) {
             stack.extend(kids.into_iter().rev());
         }
     }
     out
 }
 
-/// One summary row, without a line end: the same columns as [`snapshot_line`].
-fn row_line(out: &mut String, c: &SummaryRow<'_>, now: u64) {
-    // Written straight into `out` (no string per cell): this runs for every row of the table.
-    let t = &c.telemetry;
+/// One row, without a line end: the same columns as [`snapshot_line`].
+fn row_line(out: &mut String, c: &Cells<'_>, now: u64) {
+    // Written straight into `out` (no string per cell, no formatting machinery): this runs
+    // for every row of the table.
+    use crate::text::{push_elapsed, push_u64};
     for _ in 1..c.depth {
         out.push_str("  ");
     }
-    let _ = write!(
-        out,
-        "{}@{} {:<14} {:<9} ",
-        c.id,
-        c.generation,
-        c.profile.as_str(),
-        c.status.as_str()
+    out.push_str(
+        c.id.hyphenated()
+            .encode_lower(&mut uuid::Uuid::encode_buffer()),
     );
+    out.push('@');
+    push_u64(out, u64::from(c.generation));
+    out.push(' ');
+    push_padded(out, c.profile.as_str(), 14);
+    out.push(' ');
+    push_padded(out, c.status.as_str(), 9);
+    out.push(' ');
     let start = out.len();
-    crate::text::push_line_fit(out, &c.assignment, 36);
+    crate::text::push_line_fit(out, c.assignment, 36);
     let written = crate::text::width(&out[start..]);
-    out.extend(std::iter::repeat_n(' ', 36usize.saturating_sub(written)));
+    pad_to(out, 36usize.saturating_sub(written));
     out.push_str(" req ");
-    match t.requests {
-        Some(n) => {
-            let _ = write!(out, "{n}");
-        }
+    match c.requests {
+        Some(n) => push_u64(out, u64::from(n)),
         None => out.push('—'),
     }
     out.push_str(" tok ");
-    match t.tokens {
-        Some(n) => {
-            let _ = write!(out, "{}", n.total);
-        }
+    match c.tokens {
+        Some(n) => push_u64(out, n),
         None => out.push('—'),
     }
-    match t.cost {
+    match c.cost {
         Some(cost) => {
-            let _ = write!(out, " ${cost:.4} ");
+            out.push_str(" $");
+            crate::text::push_fixed4(out, cost);
+            out.push(' ');
         }
         None => out.push_str(" — "),
     }
-    // Admission to disposal, or to now while it lasts.
+    // Admission to disposal, or to now while it lasts, right-aligned in 6 columns.
     let elapsed = c.ended_at.unwrap_or(now).saturating_sub(c.created_at);
-    let _ = write!(out, "{:>6}", crate::text::elapsed_text(elapsed));
+    let mut text = String::with_capacity(8);
+    push_elapsed(&mut text, elapsed);
+    pad_to(out, 6usize.saturating_sub(text.len()));
+    out.push_str(&text);
     if c.writer_lease {
         out.push_str(" W");
     }
     out.push_str("  ");
-    crate::text::push_line_fit(out, c.activity.as_deref().unwrap_or_default(), 40);
+    crate::text::push_line_fit(out, c.activity.unwrap_or_default(), 40);
+}
+
+/// An ASCII word (a profile, a status) left-aligned in `columns`, as `{:<columns}` writes it.
+fn push_padded(out: &mut String, word: &str, columns: usize) {
+    out.push_str(word);
+    pad_to(out, columns.saturating_sub(word.len()));
+}
+
+fn pad_to(out: &mut String, spaces: usize) {
+    out.extend(std::iter::repeat_n(' ', spaces));
 }
 
 /// `status` with a target: the snapshot, its generations and presence.
@@ -329,30 +292,22 @@ fn wire_name<T: serde::Serialize>(value: &T) -> String {
 
 /// `wait --all`: wait until every current assignment has a drained outcome. Event-driven:
 /// the fleet is re-read when the coordinator reports a change, never on a timer.
-pub async fn wait_all(printer: &Printer, parent: Option<String>, timeout: Duration) -> ExitCode {
-    let client = match connect(printer, parent).await {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
+pub async fn wait_all(
+    printer: &Printer,
+    parent: Option<String>,
+    timeout: Duration,
+) -> Result<ExitCode, Error> {
+    let client = connect(parent).await?;
     // Subscribe first so no change between the read and the wait is missed.
-    let mut events = match client.subscribe().await {
-        Ok(events) => events,
-        Err(e) => return report(printer, &e),
-    };
+    let mut events = client.subscribe().await?;
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         let params = StatusParams {
-            target: None,
             summary: true,
+            ..StatusParams::default()
         };
-        let raw = match client.request_raw::<method::Status>(&params).await {
-            Ok(raw) => raw,
-            Err(e) => return report(printer, &e),
-        };
-        let fleet: FleetSummary<'_> = match raw.decode(method::Status::NAME) {
-            Ok(fleet) => fleet,
-            Err(e) => return report(printer, &e),
-        };
+        let raw = client.request_raw::<method::Status>(&params).await?;
+        let fleet: FleetSummary<'_> = raw.decode(method::Status::NAME)?;
         let drained = fleet
             .children
             .iter()
@@ -370,12 +325,14 @@ pub async fn wait_all(printer: &Printer, parent: Option<String>, timeout: Durati
                 }
             }
             Ok(None) => {
-                printer.error("wait --all: the coordinator went away");
-                return ExitCode::NoCoordinator;
+                return Err(Error::NoCoordinator(
+                    "wait --all: the coordinator went away".to_owned(),
+                ));
             }
             Err(_) => {
-                printer.error("wait --all: timed out before every assignment drained");
-                return ExitCode::Refused;
+                return Err(Error::Failed(
+                    "wait --all: timed out before every assignment drained".to_owned(),
+                ));
             }
         }
     }
@@ -391,7 +348,7 @@ pub struct WaitAllOutput {
     pub cancelled: usize,
 }
 
-fn wait_all_summary(printer: &Printer, fleet: &FleetSummary<'_>) -> ExitCode {
+fn wait_all_summary(printer: &Printer, fleet: &FleetSummary<'_>) -> Result<ExitCode, Error> {
     let count = |status: Status| fleet.children.iter().filter(|c| c.status == status).count();
     if printer.json() {
         printer.value(&WaitAllOutput {
@@ -400,13 +357,13 @@ fn wait_all_summary(printer: &Printer, fleet: &FleetSummary<'_>) -> ExitCode {
             paused: count(Status::Paused),
             failed: count(Status::Failed),
             cancelled: count(Status::Cancelled),
-        });
+        })?;
     } else {
-        printer.out(&fleet_table(fleet.parent_id, &fleet.children));
+        printer.out(&summary_table(fleet.parent_id, &fleet.children))?;
     }
     if count(Status::Failed) + count(Status::Cancelled) == 0 {
-        ExitCode::Ok
+        Ok(ExitCode::Ok)
     } else {
-        ExitCode::Refused
+        Ok(ExitCode::Refused)
     }
 }

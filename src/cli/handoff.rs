@@ -3,12 +3,11 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use crate::cli::fleet::try_connect;
-use crate::cli::{ExitCode, Printer};
+use crate::cli::fleet::connect;
+use crate::cli::{Error, ExitCode, Printer};
 use crate::handoff::Purpose;
 use crate::handoff::gate::RoutingGate;
 use crate::handoff::run::{self, Context, Fleet, HandoffError, HandoffReport, ResumeReport};
-use crate::policy::Problem;
 use crate::policy::trust::{agent_dir, decide_trust};
 use crate::store::fs::RealFs;
 use crate::store::session::live::ProcScan;
@@ -41,31 +40,23 @@ impl PurposeFlags {
 }
 
 fn with_context<T>(
-    printer: &Printer,
     session: Option<PathBuf>,
     body: impl FnOnce(&Context<'_>) -> T,
-) -> Result<T, ExitCode> {
+) -> Result<T, Error> {
     let cwd = std::env::current_dir()
         .and_then(std::fs::canonicalize)
-        .map_err(|e| {
-            printer.error(&format!("the current directory cannot be read: {e}"));
-            ExitCode::Usage
-        })?;
+        .map_err(|e| Error::Environment(format!("the current directory cannot be read: {e}")))?;
     let env_dir = std::env::var("PI_CODING_AGENT_DIR").ok();
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let agent = agent_dir(env_dir.as_deref(), home.as_deref()).map_err(|p| {
-        print_error(printer, "no agent dir", &[p]);
-        ExitCode::Usage
-    })?;
+    let agent = agent_dir(env_dir.as_deref(), home.as_deref())
+        .map_err(|p| Error::problems("no agent dir", vec![p]))?;
     let trust_cwd = cwd.clone();
     let trust_agent = agent.clone();
     let trusted = move || decide_trust(&trust_cwd, &trust_agent, None, &RealFs).map(|d| d.trusted);
     let probe = ProcScan::default();
     // An adoption pause validates the model against the routing policy of this directory.
-    let routing = crate::config::routing::load_routing(&cwd, None).map_err(|problems| {
-        print_error(printer, "the routing policy cannot be loaded", &problems);
-        ExitCode::Usage
-    })?;
+    let routing = crate::config::routing::load_routing(&cwd, None)
+        .map_err(|problems| Error::problems("the routing policy cannot be loaded", problems))?;
     let gate = RoutingGate {
         report: &routing.report,
     };
@@ -81,25 +72,14 @@ fn with_context<T>(
     Ok(body(&ctx))
 }
 
-fn print_error(printer: &Printer, what: &str, problems: &[Problem]) {
-    if printer.json() {
-        let data = serde_json::to_value(problems).unwrap_or_default();
-        printer.error_code("invalid-config", what, Some(&data));
-        return;
-    }
-    let mut text = SafeText::line(what).into_string();
-    for p in problems {
-        let _ = write!(text, "\n  {}", SafeText::line(&p.to_string()));
-    }
-    printer.error(&text);
-}
-
-fn fail(printer: &Printer, e: &HandoffError) -> ExitCode {
-    print_error(printer, &e.to_string(), e.problems());
-    if e.is_refusal() {
-        ExitCode::Refused
-    } else {
-        ExitCode::Usage
+/// A handoff or resume that did not happen: its problems, exit 1 when a rule refused it.
+impl From<HandoffError> for Error {
+    fn from(e: HandoffError) -> Self {
+        Self::Problems {
+            headline: e.to_string(),
+            problems: e.problems().to_vec(),
+            refused: e.is_refusal(),
+        }
     }
 }
 
@@ -113,7 +93,7 @@ fn fleet(parent: Option<String>) -> Fleet {
         Err(e) => return Fleet::none(&format!("the async runtime did not start ({e})")),
     };
     runtime.block_on(async {
-        match try_connect(parent).await {
+        match connect(parent).await {
             Ok(client) => match client
                 .request::<crate::control::methods::method::Status>(
                     &crate::control::methods::StatusParams::default(),
@@ -127,7 +107,7 @@ fn fleet(parent: Option<String>) -> Fleet {
                 Ok(_) => Fleet::none("the coordinator did not answer status with a fleet"),
                 Err(e) => Fleet::none(&format!("the coordinator did not answer status ({e})")),
             },
-            Err((_, why)) => Fleet::none(&format!("no coordinator reachable ({why})")),
+            Err(why) => Fleet::none(&format!("no coordinator reachable ({why})")),
         }
     })
 }
@@ -139,28 +119,22 @@ pub fn handoff(
     focus: &[String],
     session: Option<PathBuf>,
     parent: Option<String>,
-) -> ExitCode {
+) -> Result<ExitCode, Error> {
     let focus = focus.join(" ");
     let focus = (!focus.trim().is_empty()).then_some(focus);
     let fleet = fleet(parent);
-    let result = with_context(printer, session, |ctx| {
+    let report = with_context(session, |ctx| {
         run::handoff(ctx, flags.purpose(), focus.as_deref(), fleet)
-    });
-    match result {
-        Err(code) => code,
-        Ok(Err(e)) => fail(printer, &e),
-        Ok(Ok(report)) => {
-            if printer.json() {
-                printer.value(&report);
-            } else {
-                printer.out(&handoff_text(&report));
-            }
-            if report.adoption.status == "failed" || report.adoption.error.is_some() {
-                ExitCode::Refused
-            } else {
-                ExitCode::Ok
-            }
-        }
+    })??;
+    if printer.json() {
+        printer.value(&report)?;
+    } else {
+        printer.out(&handoff_text(&report))?;
+    }
+    if report.adoption.status == "failed" || report.adoption.error.is_some() {
+        Ok(ExitCode::Refused)
+    } else {
+        Ok(ExitCode::Ok)
     }
 }
 
@@ -244,22 +218,17 @@ pub fn resume(
     model: Option<String>,
     effort: Option<String>,
     session: Option<PathBuf>,
-) -> ExitCode {
-    match with_context(printer, session, |ctx| run::resume(ctx, model, effort)) {
-        Err(code) => code,
-        Ok(Err(e)) => fail(printer, &e),
-        Ok(Ok(report)) => {
-            if printer.json() {
-                printer.value(&report);
-            } else {
-                printer.out(&resume_text(&report));
-            }
-            if report.kickoff_error.is_some() {
-                ExitCode::Refused
-            } else {
-                ExitCode::Ok
-            }
-        }
+) -> Result<ExitCode, Error> {
+    let report = with_context(session, |ctx| run::resume(ctx, model, effort))??;
+    if printer.json() {
+        printer.value(&report)?;
+    } else {
+        printer.out(&resume_text(&report))?;
+    }
+    if report.kickoff_error.is_some() {
+        Ok(ExitCode::Refused)
+    } else {
+        Ok(ExitCode::Ok)
     }
 }
 

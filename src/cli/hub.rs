@@ -8,67 +8,45 @@ use std::io::IsTerminal;
 use std::sync::Arc;
 
 use crate::cli::embedded::{EmbedArgs, Embedded};
-use crate::cli::fleet::try_connect;
-use crate::cli::{ExitCode, Printer};
+use crate::cli::fleet::connect;
+use crate::cli::{Error, ExitCode};
 use crate::control::client::CONNECT_TIMEOUT;
 use crate::control::service::Service;
 use crate::control::{Client, Server};
-use crate::text::SafeText;
 use crate::ui::hub::{HubOptions, run_hub};
 
-pub fn run(printer: &Printer, parent: Option<String>, embed: &EmbedArgs) -> ExitCode {
+pub fn run(parent: Option<String>, embed: &EmbedArgs) -> Result<ExitCode, Error> {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
-        printer.error("slate hub needs a terminal (use slate status for text or --json)");
-        return ExitCode::Usage;
+        return Err(Error::Usage(
+            "slate hub needs a terminal (use slate status for text or --json)".to_owned(),
+        ));
     }
-    crate::cli::fleet::block_on_multi(printer, || hub(printer, parent, embed))
+    crate::cli::fleet::block_on_multi(|| hub(parent, embed))
 }
 
-async fn hub(printer: &Printer, parent: Option<String>, embed: &EmbedArgs) -> ExitCode {
+async fn hub(parent: Option<String>, embed: &EmbedArgs) -> Result<ExitCode, Error> {
     let explicit = parent.is_some();
-    match try_connect(parent).await {
+    let result = match connect(parent).await {
         Ok(client) => {
             let title = client
                 .server()
                 .map(|h| format!("parent {}", h.parent_id))
                 .unwrap_or_default();
-            finish(
-                printer,
-                run_hub(
-                    client,
-                    HubOptions {
-                        title,
-                        ..HubOptions::default()
-                    },
-                )
-                .await,
-            )
+            let options = HubOptions {
+                title,
+                ..HubOptions::default()
+            };
+            run_hub(client, options).await
         }
         // A named coordinator that is not there is an error, not a reason to start one.
-        Err((code, message)) if explicit || code != ExitCode::NoCoordinator => {
-            printer.error(&SafeText::line(&message).into_string());
-            code
-        }
+        Err(e) if explicit || e.codes().0 != ExitCode::NoCoordinator => return Err(e),
         Err(_) => {
-            let Some(embedded) = Embedded::start(printer, embed).await else {
-                return ExitCode::Usage;
-            };
-            finish(
-                printer,
-                hub_on_embedded(embedded, HubOptions::default()).await,
-            )
+            let embedded = Embedded::start(embed).await?;
+            hub_on_embedded(embedded, HubOptions::default()).await
         }
-    }
-}
-
-fn finish(printer: &Printer, result: std::io::Result<()>) -> ExitCode {
-    match result {
-        Ok(()) => ExitCode::Ok,
-        Err(e) => {
-            printer.error(&format!("slate hub: {e}"));
-            ExitCode::Usage
-        }
-    }
+    };
+    result.map_err(|e| Error::Environment(format!("slate hub: {e}")))?;
+    Ok(ExitCode::Ok)
 }
 
 /// Serves `embedded` on its control socket for as long as the Hub runs, attaches the Hub

@@ -1,12 +1,15 @@
-//! One place that owns stdout and stderr: human text or `--json`, quiet on a broken pipe.
+//! One place that owns stdout and stderr: human text or `--json`. Write failures go back to
+//! the command (and from there to the one exit, quiet on a broken pipe).
 //!
 //! Every JSON document the CLI writes goes through [`write_json`]: compact, one line, serialized
 //! straight into a locked, buffered stdout as it is produced (no intermediate tree, no string).
 
-use std::io::{self, Write};
+use std::io::{self, IoSlice, Write};
 
 use serde::Serialize;
 use serde_json::Value;
+
+use crate::control::client::RawResult;
 
 pub struct Printer {
     json: bool,
@@ -21,7 +24,7 @@ pub struct ErrorOutput<'a> {
 #[derive(Serialize)]
 pub struct ErrorBody<'a> {
     /// Stable: a coordinator rule (`stale-generation`, …) or a CLI code (`usage`,
-    /// `no-coordinator`, `busy`, `invalid-config`, `failed`).
+    /// `invalid-config`, `protocol`, `environment`, `no-coordinator`, `busy`, `failed`).
     pub code: &'a str,
     pub message: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -45,21 +48,46 @@ impl Printer {
         self.json
     }
 
-    /// Write text lines to stdout. A closed pipe ends output quietly.
-    pub fn out(&self, text: &str) {
+    /// Write text lines to stdout. A failed write (a closed pipe included) is the caller's
+    /// to return: [`crate::cli::error::exit`] ends quietly on a closed stdout.
+    pub fn out(&self, text: &str) -> io::Result<()> {
         let mut stdout = io::stdout().lock();
-        let _ = stdout.write_all(text.as_bytes());
-        let _ = stdout.flush();
+        stdout.write_all(text.as_bytes())?;
+        stdout.flush()
     }
 
-    /// Serialize `value` as JSON to stdout (see [`write_json`]). A closed pipe ends output
-    /// quietly; a value that cannot be serialized is reported as an error.
-    pub fn value<T: Serialize + ?Sized>(&self, value: &T) {
-        if let Err(e) = write_json(io::stdout().lock(), value)
-            && e.kind() != io::ErrorKind::BrokenPipe
-        {
-            self.error(&format!("could not write the output: {e}"));
+    /// Serialize `value` as JSON to stdout (see [`write_json`]).
+    pub fn value<T: Serialize + ?Sized>(&self, value: &T) -> io::Result<()> {
+        write_json(io::stdout().lock(), value)
+    }
+
+    /// Writes `value`, which was just read from the result `raw` by this build's own types
+    /// (so its text is that value's document, on one line): the text as it is when it needs
+    /// no escape ([`crate::json::is_safe`]), else `value` serialized as [`Printer::value`]
+    /// does. Used for large answers, which are then not written twice.
+    pub fn value_read_from<T: Serialize + ?Sized>(
+        &self,
+        raw: &RawResult,
+        value: &T,
+    ) -> io::Result<()> {
+        let text = raw.get();
+        if !crate::json::is_safe(text) {
+            return self.value(value);
         }
+        // Text and newline in one vectored write: stdout's line buffer then finds the
+        // newline at once instead of scanning the whole document for one.
+        let mut stdout = io::stdout().lock();
+        let mut pieces = [IoSlice::new(text.as_bytes()), IoSlice::new(b"\n")];
+        let mut pieces = &mut pieces[..];
+        while !pieces.is_empty() {
+            match stdout.write_vectored(pieces) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => IoSlice::advance_slices(&mut pieces, n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        stdout.flush()
     }
 
     /// A progress line on stderr (human mode only; callers skip it with `--json`).
@@ -68,25 +96,21 @@ impl Printer {
         let _ = writeln!(stderr, "{text}");
     }
 
-    /// An error line on stderr (text), or the JSON error object on stdout with `--json`, with
-    /// the generic code `failed`.
-    pub fn error(&self, message: &str) {
-        self.error_code("failed", message, None);
+    /// The JSON error object on stdout (only [`crate::cli::error::exit`] reports errors).
+    pub(super) fn error_json(&self, code: &str, message: &str, data: Option<&Value>) {
+        let _ = self.value(&ErrorOutput {
+            error: ErrorBody {
+                code,
+                message,
+                data,
+            },
+        });
     }
 
-    /// An error with its stable code (and structured detail, shown with `--json`).
-    pub fn error_code(&self, code: &str, message: &str, data: Option<&Value>) {
-        if self.json {
-            self.value(&ErrorOutput {
-                error: ErrorBody {
-                    code,
-                    message,
-                    data,
-                },
-            });
-        } else {
-            let mut stderr = io::stderr().lock();
-            let _ = writeln!(stderr, "error: {message}");
-        }
+    /// `error: TEXT` on stderr (only [`crate::cli::error::exit`] reports errors).
+    #[allow(clippy::unused_self, reason = "stderr is the Printer's, like stdout")]
+    pub(super) fn error_text(&self, text: &str) {
+        let mut stderr = io::stderr().lock();
+        let _ = writeln!(stderr, "error: {text}");
     }
 }

@@ -2,47 +2,41 @@
 
 use std::fmt::Write as _;
 
-use crate::cli::{ExitCode, Printer};
+use crate::cli::{Error, ExitCode, Printer};
 use crate::config::{ProfilesView, load};
 use crate::policy::Problem;
 use crate::policy::profiles::{Layer, SourceStatus};
 use crate::text::SafeText;
 use crate::ui::profiles::Content;
 
-pub fn run(printer: &Printer, approve: Option<bool>, prompts: bool, text: bool) -> ExitCode {
-    let cwd = match std::env::current_dir() {
-        Ok(cwd) => cwd,
-        Err(e) => {
-            printer.error(&format!("the current directory cannot be read: {e}"));
-            return ExitCode::Usage;
-        }
-    };
+pub fn run(
+    printer: &Printer,
+    approve: Option<bool>,
+    prompts: bool,
+    text: bool,
+) -> Result<ExitCode, Error> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| Error::Environment(format!("the current directory cannot be read: {e}")))?;
     let loaded = load(&cwd, approve);
     // In a terminal (no --json, no --text) the read-only overlay shows the same answer.
     if !printer.json() && !text && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
-        return overlay(printer, loaded);
+        return overlay(loaded);
     }
-    match loaded {
-        Ok(loaded) => {
-            let view = ProfilesView::new(loaded);
-            // Without a terminal (a pipe, a script) the structured answer is the useful one.
-            if printer.json() || (!text && !std::io::IsTerminal::is_terminal(&std::io::stdout())) {
-                printer.value(&view);
-            } else {
-                printer.out(&render(&view, prompts));
-            }
-            ExitCode::Ok
-        }
-        Err(problems) => {
-            report_problems(printer, "the delegation policy is invalid", &problems);
-            ExitCode::Usage
-        }
+    let loaded =
+        loaded.map_err(|problems| Error::problems("the delegation policy is invalid", problems))?;
+    let view = ProfilesView::new(loaded);
+    // Without a terminal (a pipe, a script) the structured answer is the useful one.
+    if printer.json() || (!text && !std::io::IsTerminal::is_terminal(&std::io::stdout())) {
+        printer.value(&view)?;
+    } else {
+        printer.out(&render(&view, prompts))?;
     }
+    Ok(ExitCode::Ok)
 }
 
-/// The profiles overlay; an invalid configuration shows every problem and exits 2 after
-/// it is closed, like the text and JSON answers.
-fn overlay(printer: &Printer, loaded: Result<crate::config::Loaded, Vec<Problem>>) -> ExitCode {
+/// The profiles overlay; an invalid configuration shows every problem there and exits 2
+/// after it is closed, like the text and JSON answers.
+fn overlay(loaded: Result<crate::config::Loaded, Vec<Problem>>) -> Result<ExitCode, Error> {
     let (content, code) = match loaded {
         Ok(loaded) => (
             Content::Profiles(Box::new(ProfilesView::new(loaded))),
@@ -50,32 +44,9 @@ fn overlay(printer: &Printer, loaded: Result<crate::config::Loaded, Vec<Problem>
         ),
         Err(problems) => (Content::Invalid(problems), ExitCode::Usage),
     };
-    match crate::ui::profiles::run(content) {
-        Ok(()) => code,
-        Err(e) => {
-            printer.error(&format!("the profiles overlay failed: {e}"));
-            ExitCode::Usage
-        }
-    }
-}
-
-/// Every problem, on stderr (text) or as the JSON error object with code `invalid-config`
-/// and the problems as `data`.
-pub fn report_problems(printer: &Printer, headline: &str, problems: &[Problem]) {
-    if printer.json() {
-        let data = serde_json::to_value(problems).unwrap_or_default();
-        printer.error_code("invalid-config", headline, Some(&data));
-    } else {
-        let count = match problems.len() {
-            1 => "1 problem".to_owned(),
-            n => format!("{n} problems"),
-        };
-        let mut text = format!("{headline} ({count}):");
-        for p in problems {
-            let _ = write!(text, "\n  - {}", SafeText::line(&p.to_string()));
-        }
-        printer.error(&text);
-    }
+    crate::ui::profiles::run(content)
+        .map_err(|e| Error::Environment(format!("the profiles overlay failed: {e}")))?;
+    Ok(code)
 }
 
 fn list(items: impl IntoIterator<Item = String>) -> String {

@@ -8,9 +8,8 @@ use std::path::PathBuf;
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::cli::embedded::{Backend, EmbedArgs, Embedded, rt_shutdown};
-use crate::cli::profiles::report_problems;
-use crate::cli::{ExitCode, Printer};
-use crate::core::{ChildSnapshot, Party, Refusal, Status};
+use crate::cli::{Error, ExitCode, Printer};
+use crate::core::{ChildSnapshot, Party, Status};
 use crate::policy::request::{SubagentRequest, parse_delegate_task, parse_subagent};
 use crate::policy::resolve::{ResolveContext, resolve_call};
 use crate::runtime::RuntimeEvent;
@@ -22,29 +21,27 @@ pub struct RunArgs {
     pub embed: EmbedArgs,
 }
 
-pub fn run(printer: &Printer, args: &RunArgs) -> ExitCode {
-    crate::cli::fleet::block_on_multi(printer, || run_async(printer, args))
+pub fn run(printer: &Printer, args: &RunArgs) -> Result<ExitCode, Error> {
+    crate::cli::fleet::block_on_multi(|| run_async(printer, args))
 }
 
 #[allow(clippy::too_many_lines, reason = "the command's steps, in order")]
-async fn run_async(printer: &Printer, args: &RunArgs) -> ExitCode {
+async fn run_async(printer: &Printer, args: &RunArgs) -> Result<ExitCode, Error> {
     // Installed first: a signal at any later point shuts down gracefully.
     let (Ok(mut sigint), Ok(mut sigterm)) = (
         signal(SignalKind::interrupt()),
         signal(SignalKind::terminate()),
     ) else {
-        printer.error("cannot install signal handlers");
-        return ExitCode::Usage;
+        return Err(Error::Environment(
+            "cannot install signal handlers".to_owned(),
+        ));
     };
-    let Some(embedded) = Embedded::start(printer, &args.embed).await else {
-        return ExitCode::Usage;
-    };
+    let embedded = Embedded::start(&args.embed).await?;
     let request = match crate::cli::fleet::read_json(&args.file) {
         Ok(value) => value,
         Err(e) => {
-            printer.error(&e);
             let _ = rt_shutdown(&embedded).await;
-            return ExitCode::Usage;
+            return Err(Error::Usage(e));
         }
     };
     let call = match parse_delegate_task(&request) {
@@ -53,9 +50,8 @@ async fn run_async(printer: &Printer, args: &RunArgs) -> ExitCode {
             if let Ok(SubagentRequest::Launch(call)) = parse_subagent(&request) {
                 call
             } else {
-                report_problems(printer, "the request is invalid", &native);
                 let _ = rt_shutdown(&embedded).await;
-                return ExitCode::Usage;
+                return Err(Error::problems("the request is invalid", native));
             }
         }
     };
@@ -77,9 +73,12 @@ async fn run_async(printer: &Printer, args: &RunArgs) -> ExitCode {
     let tasks = match resolved {
         Ok(tasks) => tasks,
         Err(problems) => {
-            report_problems(printer, "the request was refused by policy", &problems);
             let _ = rt_shutdown(&embedded).await;
-            return ExitCode::Refused;
+            return Err(Error::Problems {
+                headline: "the request was refused by policy".to_owned(),
+                problems,
+                refused: true,
+            });
         }
     };
 
@@ -88,9 +87,8 @@ async fn run_async(printer: &Printer, args: &RunArgs) -> ExitCode {
     let control = match embedded.serve_in_background() {
         Ok(control) => Some(control),
         Err(e) if args.embed.backend == Backend::Pi => {
-            printer.error(&e);
             let _ = rt_shutdown(&embedded).await;
-            return ExitCode::Usage;
+            return Err(Error::Environment(e));
         }
         Err(e) => {
             printer.err_line(&format!(
@@ -110,20 +108,18 @@ async fn run_async(printer: &Printer, args: &RunArgs) -> ExitCode {
     let fg = match rt.delegate(Party::Root, tasks).await {
         Ok(Ok(fg)) => fg,
         Ok(Err(refusal)) => {
-            refused(printer, &refusal);
             let _ = rt.shutdown().await;
             let _ = join.await;
             if let Some(control) = control {
                 control.stop().await;
             }
-            return ExitCode::Refused;
+            return Err(Error::Refused(refusal));
         }
         Err(e) => {
-            printer.error(&e.to_string());
             if let Some(control) = control {
                 control.stop().await;
             }
-            return ExitCode::Usage;
+            return Err(Error::Environment(e.to_string()));
         }
     };
     if !printer.json() {
@@ -176,25 +172,18 @@ async fn run_async(printer: &Printer, args: &RunArgs) -> ExitCode {
                 report.workers_started, report.workers_killed
             ));
         }
-        return ExitCode::Refused;
+        // Interrupted: every worker was stopped; no outcome to print.
+        return Ok(ExitCode::Refused);
     };
     if printer.json() {
-        printer.value(&outcome.outcomes);
+        printer.value(&outcome.outcomes)?;
     } else {
-        printer.out(&table(&outcome.outcomes));
+        printer.out(&table(&outcome.outcomes))?;
     }
     if outcome.outcomes.iter().all(|s| s.status == Status::Settled) {
-        ExitCode::Ok
+        Ok(ExitCode::Ok)
     } else {
-        ExitCode::Refused
-    }
-}
-
-fn refused(printer: &Printer, refusal: &Refusal) {
-    if printer.json() {
-        printer.error_code(refusal.code(), &refusal.to_string(), None);
-    } else {
-        printer.error(&format!("refused [{}]: {refusal}", refusal.code()));
+        Ok(ExitCode::Refused)
     }
 }
 

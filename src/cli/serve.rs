@@ -7,32 +7,30 @@ use std::sync::Arc;
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::cli::embedded::{EmbedArgs, Embedded};
-use crate::cli::{ExitCode, Printer};
+use crate::cli::{Error, ExitCode, Printer};
 use crate::control::Server;
 use crate::control::service::Service;
 use crate::runtime::RuntimeEvent;
 
-pub fn run(printer: &Printer, args: &EmbedArgs) -> ExitCode {
-    crate::cli::fleet::block_on_multi(printer, || serve(printer, args))
+pub fn run(printer: &Printer, args: &EmbedArgs) -> Result<ExitCode, Error> {
+    crate::cli::fleet::block_on_multi(|| serve(printer, args))
 }
 
-async fn serve(printer: &Printer, args: &EmbedArgs) -> ExitCode {
+async fn serve(printer: &Printer, args: &EmbedArgs) -> Result<ExitCode, Error> {
     let (Ok(mut sigint), Ok(mut sigterm)) = (
         signal(SignalKind::interrupt()),
         signal(SignalKind::terminate()),
     ) else {
-        printer.error("cannot install signal handlers");
-        return ExitCode::Usage;
+        return Err(Error::Environment(
+            "cannot install signal handlers".to_owned(),
+        ));
     };
-    let Some(embedded) = Embedded::start(printer, args).await else {
-        return ExitCode::Usage;
-    };
+    let embedded = Embedded::start(args).await?;
     let server = match Server::bind_coordinator(embedded.root_id, embedded.loaded.cwd.clone()) {
         Ok(server) => server,
         Err(e) => {
-            printer.error(&e);
             let _ = embedded.rt.shutdown().await;
-            return ExitCode::Usage;
+            return Err(Error::Environment(e));
         }
     };
     let socket = server.socket().to_owned();
@@ -48,19 +46,20 @@ async fn serve(printer: &Printer, args: &EmbedArgs) -> ExitCode {
         ..
     } = embedded;
     let service = Arc::new(Service::new(rt.clone(), policy, models, offered).with_routing(routing));
-    if printer.json() {
+    // A closed stdout does not stop the coordinator: it serves its socket, not the pipe.
+    let _ = if printer.json() {
         printer.value(&ServeOutput {
             parent_id: root_id,
             socket: &socket,
             events: &delegation_dir.join("events.jsonl"),
-        });
+        })
     } else {
         printer.out(&format!(
             "slate serve: parent {root_id}\nsocket {}\nevents {}\n",
             socket.display(),
             delegation_dir.join("events.jsonl").display()
-        ));
-    }
+        ))
+    };
     let mut runtime_events = rt.subscribe();
     // Stop on a signal, or when the runtime finished shutting down (a `shutdown` request).
     let stop = async move {
@@ -89,7 +88,7 @@ async fn serve(printer: &Printer, args: &EmbedArgs) -> ExitCode {
             report.workers_started, report.workers_killed
         ));
     }
-    ExitCode::Ok
+    Ok(ExitCode::Ok)
 }
 
 /// `slate serve --json`: where the coordinator listens and logs.

@@ -4,12 +4,14 @@
 
 use serde::Serialize;
 
-use crate::cli::fleet::{block_on, fleet_table, report, request, status_view, target, try_connect};
-use crate::cli::{ExitCode, Printer};
+use crate::cli::fleet::{fleet_table, locate, status_view, summary_table, target};
+use crate::cli::{Error, ExitCode, Printer};
 use crate::control::Method as _;
+use crate::control::client::CONNECT_TIMEOUT;
 use crate::control::methods::{StatusParams, StatusResult, Target, method};
+use crate::control::oneshot;
 use crate::control::summary::{FleetSummary, SummaryRow};
-use crate::text::SafeText;
+use crate::control::table::FleetTable;
 
 /// `status --json` of an exited coordinator: its last summary rows from `events.jsonl`.
 #[derive(Serialize)]
@@ -22,76 +24,55 @@ struct HistoryOutput<'a> {
 }
 use crate::store::event_log::read_history;
 
-pub fn run(printer: &Printer, words: &[String], parent: Option<String>) -> ExitCode {
+/// One call, on the connection discovery made, without an async runtime
+/// ([`crate::control::oneshot`]): this command runs once per poll of a script.
+pub fn run(printer: &Printer, words: &[String], parent: Option<&str>) -> Result<ExitCode, Error> {
     let target = if words.is_empty() {
         None
     } else {
-        match target(words) {
-            Ok(r) => Some(r),
-            Err(e) => {
-                printer.error_code("usage", &e, None);
-                return ExitCode::Usage;
-            }
-        }
+        Some(target(words).map_err(Error::Usage)?)
     };
-    block_on(printer, async move {
-        let client = match try_connect(parent.clone()).await {
-            Ok(client) => client,
-            Err((ExitCode::NoCoordinator, _)) if parent.is_some() => {
-                return from_history(printer, parent.as_deref().unwrap_or_default(), target);
-            }
-            Err((code, message)) => {
-                printer.error_code(code.name(), &SafeText::line(&message).into_string(), None);
-                return code;
-            }
-        };
-        if let Some(r) = target {
-            let params = StatusParams {
-                target: Some(Target(r)),
-                summary: false,
-            };
-            return match request::<method::Status>(printer, &client, &params).await {
-                Ok(result) if printer.json() => {
-                    printer.value(&result);
-                    ExitCode::Ok
-                }
-                Ok(StatusResult::Generation(view)) => {
-                    printer.out(&status_view(&view));
-                    ExitCode::Ok
-                }
-                Ok(_) => {
-                    printer.error_code(
-                        "protocol",
-                        "status: the coordinator answered a target with a fleet",
-                        None,
-                    );
-                    ExitCode::Usage
-                }
-                Err(code) => code,
-            };
+    let located = match locate(parent.map(str::to_owned)) {
+        Ok(located) => located,
+        Err(Error::NoCoordinator(_)) if let Some(parent) = parent => {
+            return from_history(printer, parent, target);
         }
-        // Both forms read the summary answer's text once into typed rows; `--json` writes
-        // them back out as they are read (no tree), the table formats them.
+        Err(e) => return Err(e),
+    };
+    if let Some(r) = target {
         let params = StatusParams {
-            target: None,
-            summary: true,
+            target: Some(Target(r)),
+            ..StatusParams::default()
         };
-        let raw = match client.request_raw::<method::Status>(&params).await {
-            Ok(raw) => raw,
-            Err(e) => return report(printer, &e),
-        };
-        match raw.decode::<FleetSummary<'_>>(method::Status::NAME) {
-            Ok(fleet) if printer.json() => {
-                printer.value(&fleet);
-                ExitCode::Ok
+        let result = oneshot::call::<method::Status>(located.stream, &params, CONNECT_TIMEOUT)?;
+        match result {
+            result if printer.json() => printer.value(&result)?,
+            StatusResult::Generation(view) => printer.out(&status_view(&view))?,
+            _ => {
+                return Err(Error::Protocol(
+                    "status: the coordinator answered a target with a fleet".to_owned(),
+                ));
             }
-            Ok(fleet) => {
-                printer.out(&fleet_table(fleet.parent_id, &fleet.children));
-                ExitCode::Ok
-            }
-            Err(e) => report(printer, &e),
         }
-    })
+        return Ok(ExitCode::Ok);
+    }
+    // `--json` prints the summary answer: its text is read once into typed rows that borrow
+    // from it, then written as it is (it is the rows' document). The table reads the table
+    // answer, the same rows in a third of the bytes.
+    let params = StatusParams {
+        target: None,
+        summary: printer.json(),
+        table: !printer.json(),
+    };
+    let raw = oneshot::call_raw::<method::Status>(located.stream, &params, CONNECT_TIMEOUT)?;
+    if printer.json() {
+        let fleet = raw.decode::<FleetSummary<'_>>(method::Status::NAME)?;
+        printer.value_read_from(&raw, &fleet)?;
+    } else {
+        let table = raw.decode::<FleetTable<'_>>(method::Status::NAME)?;
+        printer.out(&fleet_table(table.parent_id, &table.rows))?;
+    }
+    Ok(ExitCode::Ok)
 }
 
 /// The exited coordinator's `events.jsonl`, as read-only history.
@@ -99,11 +80,10 @@ fn from_history(
     printer: &Printer,
     parent: &str,
     target: Option<crate::core::ChildRef>,
-) -> ExitCode {
-    let Ok(parent_id) = parent.parse::<uuid::Uuid>() else {
-        printer.error(&format!("--parent {parent:?}: not a full UUID"));
-        return ExitCode::Usage;
-    };
+) -> Result<ExitCode, Error> {
+    let parent_id = parent
+        .parse::<uuid::Uuid>()
+        .map_err(|_| Error::Usage(format!("--parent {parent:?}: not a full UUID")))?;
     let located = std::env::current_dir().ok().and_then(|cwd| {
         let loaded = crate::config::load(&cwd, Some(false)).ok()?;
         let session =
@@ -113,18 +93,11 @@ fn from_history(
         ))
     });
     let Some(log) = located.filter(|p| p.exists()) else {
-        printer.error(&format!(
+        return Err(Error::NoCoordinator(format!(
             "no coordinator {parent_id} is running and no event log of it exists for this directory; start one with `slate serve`"
-        ));
-        return ExitCode::NoCoordinator;
+        )));
     };
-    let history = match read_history(&log) {
-        Ok(h) => h,
-        Err(e) => {
-            printer.error(&e.to_string());
-            return ExitCode::Usage;
-        }
-    };
+    let history = read_history(&log).map_err(|e| Error::Environment(e.to_string()))?;
     let selected: Vec<&crate::core::ChildSnapshot> = history
         .snapshots
         .iter()
@@ -133,10 +106,9 @@ fn from_history(
     if let Some(r) = target
         && !history.snapshots.iter().any(|s| s.child_ref() == r)
     {
-        printer.error(&format!(
+        return Err(Error::Failed(format!(
             "target: no identity {r} in the history of {parent_id}"
-        ));
-        return ExitCode::Refused;
+        )));
     }
     let children: Vec<SummaryRow<'_>> = selected.iter().map(|s| SummaryRow::of(s)).collect();
     if printer.json() {
@@ -145,13 +117,13 @@ fn from_history(
             parent_id,
             event_log: &log,
             children,
-        });
+        })?;
     } else {
         printer.out(&format!(
             "read-only history of exited coordinator {parent_id} ({})\n{}",
             log.display(),
-            fleet_table(parent_id, &children)
-        ));
+            summary_table(parent_id, &children)
+        ))?;
     }
-    ExitCode::Ok
+    Ok(ExitCode::Ok)
 }

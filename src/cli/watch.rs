@@ -17,7 +17,7 @@ use ratatui::crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, Ke
 use tokio::sync::mpsc;
 
 use crate::cli::fleet::{block_on, connect};
-use crate::cli::{ExitCode, Printer};
+use crate::cli::{Error, ExitCode};
 use crate::control::methods::{Event as ControlEvent, StatusParams, StatusResult, method};
 use crate::control::{Client, Notification, Subscription};
 use crate::core::ChildSnapshot;
@@ -29,41 +29,25 @@ use crate::ui::terminal::{Mode, TerminalGuard};
 const MAX_ROWS: u16 = 12;
 
 /// `slate watch [--parent ID]`.
-pub fn run(printer: &Printer, parent: Option<String>) -> ExitCode {
+pub fn run(parent: Option<String>) -> Result<ExitCode, Error> {
     if !std::io::stdout().is_terminal() {
-        printer.error(
+        return Err(Error::Usage(
             "slate watch draws a live widget and needs a terminal; stdout is not one. \
-             Use `slate status` (or `slate status --json`) for a one-shot fleet table",
-        );
-        return ExitCode::Usage;
+             Use `slate status` (or `slate status --json`) for a one-shot fleet table"
+                .to_owned(),
+        ));
     }
-    block_on(printer, async move {
-        let client = match connect(printer, parent).await {
-            Ok(c) => c,
-            Err(code) => return code,
-        };
-        let mut widget = match Widget::attach(&client).await {
-            Ok(w) => w,
-            Err((code, message)) => {
-                printer.error(&message);
-                return code;
-            }
-        };
-        match widget
+    block_on(async move {
+        let client = connect(parent).await?;
+        let mut widget = Widget::attach(&client).await?;
+        let end = widget
             .run_until(&client, std::future::pending::<()>(), Quit::Any)
-            .await
-        {
-            End::Quit | End::Done(()) => ExitCode::Ok,
-            End::Closed => {
-                drop(widget);
-                printer.error("the coordinator went away");
-                ExitCode::NoCoordinator
-            }
-            End::Failed(message) => {
-                drop(widget);
-                printer.error(&message);
-                ExitCode::Usage
-            }
+            .await;
+        drop(widget);
+        match end {
+            End::Quit | End::Done(()) => Ok(ExitCode::Ok),
+            End::Closed => Err(Error::NoCoordinator("the coordinator went away".to_owned())),
+            End::Failed(message) => Err(Error::Environment(message)),
         }
     })
 }
@@ -116,11 +100,11 @@ enum Input {
 
 impl Widget {
     /// Subscribes first (so no change between the read and the first event is missed),
-    /// reads the fleet, then takes the terminal with an inline viewport.
-    /// On failure: the exit code (3 when the coordinator went away, 2 for the terminal)
-    /// and the message.
-    pub async fn attach(client: &Client) -> Result<Self, (ExitCode, String)> {
-        let unreachable = |message: String| (ExitCode::NoCoordinator, message);
+    /// reads the fleet, then takes the terminal with an inline viewport. Fails as
+    /// [`Error::NoCoordinator`] when the coordinator went away, [`Error::Environment`] for the
+    /// terminal.
+    pub async fn attach(client: &Client) -> Result<Self, Error> {
+        let unreachable = Error::NoCoordinator;
         let events = client
             .subscribe()
             .await
@@ -131,7 +115,7 @@ impl Widget {
         let height = ratatui::crossterm::terminal::size().map_or(24, |(_, h)| h);
         let rows = (height / 2).clamp(1, MAX_ROWS);
         let guard = TerminalGuard::enter(Mode::Inline(rows))
-            .map_err(|e| (ExitCode::Usage, format!("cannot take the terminal: {e}")))?;
+            .map_err(|e| Error::Environment(format!("cannot take the terminal: {e}")))?;
         Ok(Self {
             events,
             fleet,

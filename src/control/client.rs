@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use super::codec::{LineReader, write_lines};
-use super::discovery::Endpoint;
+use super::discovery::{Endpoint, Located};
 use super::methods::{
     self, HelloParams, HelloResult, Lagged, Method, NoParams, Notification, Request,
     SUPPORTED_PROTOCOLS,
@@ -81,12 +81,30 @@ type Answer = Result<RawResult, ControlError>;
 /// A result's JSON text as the server sent it. Every reader parses it (`call` into a value,
 /// `call_typed` into `T`, the status table into borrowed rows), which also validates it: a
 /// result that is not exactly one JSON value fails there as a protocol error.
+///
+/// It keeps the whole line it was read from and where the result stands in it, so a large
+/// answer is never copied out of the line; its text holds no newline.
 #[derive(Clone, Debug)]
-pub struct RawResult(String);
+pub struct RawResult {
+    line: String,
+    result: std::ops::Range<usize>,
+}
 
 impl RawResult {
+    /// The result at `result` in `line` (`None`: the response had no result, read as
+    /// `null`), without copying it out of the line.
+    pub(super) fn from_line(line: String, result: Option<std::ops::Range<usize>>) -> Self {
+        match result {
+            Some(result) => Self { line, result },
+            None => Self {
+                line: "null".to_owned(),
+                result: 0..4,
+            },
+        }
+    }
+
     pub fn get(&self) -> &str {
-        &self.0
+        &self.line[self.result.clone()]
     }
 
     /// The result read as `T`; a mismatch names the method and the field's path. The plain
@@ -94,10 +112,10 @@ impl RawResult {
     /// 1,000-row status answer: 27 M → 12 M client instructions), so it is paid only to name
     /// the field of an answer that does not fit.
     pub fn decode<'a, T: Deserialize<'a>>(&'a self, method: &str) -> Result<T, ClientError> {
-        if let Ok(value) = serde_json::from_str(&self.0) {
+        if let Ok(value) = serde_json::from_str(self.get()) {
             return Ok(value);
         }
-        let mut de = serde_json::Deserializer::from_str(&self.0);
+        let mut de = serde_json::Deserializer::from_str(self.get());
         serde_path_to_error::deserialize(&mut de).map_err(|e| {
             ClientError::Protocol(format!("{method} result: {}: {}", e.path(), e.inner()))
         })
@@ -152,6 +170,20 @@ impl Client {
         Self::connect_as(socket, timeout, None).await
     }
 
+    /// Says `hello` on the connection discovery already made (one connect, not two), within
+    /// [`CONNECT_TIMEOUT`].
+    pub async fn connect_located(located: Located) -> Result<Self, ClientError> {
+        let Located { endpoint, stream } = located;
+        let stream = stream
+            .set_nonblocking(true)
+            .and_then(|()| UnixStream::from_std(stream))
+            .map_err(|source| ClientError::Connect {
+                path: endpoint.socket,
+                source,
+            })?;
+        Self::hello(stream, CONNECT_TIMEOUT, None).await
+    }
+
     /// [`Client::connect_path`] presenting a worker generation's capability in `hello`: the
     /// connection then speaks as that generation, or `hello` is refused. The CLI never
     /// presents one (run inside a worker it is that worker's actor by its process ancestry).
@@ -160,25 +192,41 @@ impl Client {
         timeout: Duration,
         capability: Option<&crate::runtime::Capability>,
     ) -> Result<Self, ClientError> {
-        tokio::time::timeout(timeout, async {
-            let stream =
-                UnixStream::connect(socket)
-                    .await
-                    .map_err(|source| ClientError::Connect {
-                        path: socket.to_owned(),
-                        source,
-                    })?;
-            let mut client = Self::from_stream(stream);
-            let params = HelloParams {
-                protocols: SUPPORTED_PROTOCOLS.to_vec(),
-                client: Some(format!("slate {}", env!("CARGO_PKG_VERSION"))),
-                capability: capability.cloned(),
-            };
-            client.server = Some(client.request::<methods::method::Hello>(&params).await?);
-            Ok(client)
-        })
-        .await
-        .map_err(|_| ClientError::Timeout(timeout))?
+        let started = tokio::time::Instant::now();
+        let stream = tokio::time::timeout(timeout, UnixStream::connect(socket))
+            .await
+            .map_err(|_| ClientError::Timeout(timeout))?
+            .map_err(|source| ClientError::Connect {
+                path: socket.to_owned(),
+                source,
+            })?;
+        let left = timeout.saturating_sub(started.elapsed());
+        Self::hello(stream, left, capability)
+            .await
+            .map_err(|e| match e {
+                ClientError::Timeout(_) => ClientError::Timeout(timeout),
+                other => other,
+            })
+    }
+
+    /// Says `hello` on a connected stream within `timeout`.
+    async fn hello(
+        stream: UnixStream,
+        timeout: Duration,
+        capability: Option<&crate::runtime::Capability>,
+    ) -> Result<Self, ClientError> {
+        let mut client = Self::from_stream(stream);
+        let params = HelloParams {
+            protocols: SUPPORTED_PROTOCOLS.to_vec(),
+            client: Some(format!("slate {}", env!("CARGO_PKG_VERSION"))),
+            capability: capability.cloned(),
+        };
+        let hello =
+            tokio::time::timeout(timeout, client.request::<methods::method::Hello>(&params))
+                .await
+                .map_err(|_| ClientError::Timeout(timeout))??;
+        client.server = Some(hello);
+        Ok(client)
     }
 
     /// Wraps a connected stream without saying `hello` (for tests of the handshake itself).
@@ -355,33 +403,21 @@ async fn read_messages(
     let mut connection_error = None;
     while let Ok(Some(line)) = reader.next_line().await {
         let Ok(line) = line else { continue };
-        // The server writes a success as `{"id":N,"result":…}`; its result text is sliced
-        // out without a first scan (the reader's own parse validates it).
-        if let Some((id, result)) = success_line(&line) {
-            let waiter = lock(&pending).waiting.remove(&id);
-            if let Some(waiter) = waiter {
-                let _ = waiter.send(Ok(RawResult(result.to_owned())));
+        let (id, answer) = match ServerLine::read(&line) {
+            Some(ServerLine::Response { id, answer }) => (id, answer),
+            Some(ServerLine::Notification) => {
+                // A notification this build cannot read counts as missed: the subscriber
+                // re-reads state, as after any gap.
+                let notification = serde_json::from_str::<Notification>(&line)
+                    .unwrap_or(Notification::Lagged(Lagged { missed: 1 }));
+                // Nobody listening is fine: the subscription was dropped.
+                let _ = notifications.send(notification).await;
+                continue;
             }
-            continue;
-        }
-        let Ok(message) = serde_json::from_str::<Incoming<'_>>(&line) else {
-            continue;
+            None => continue,
         };
-        if message.id.is_none() && message.method.is_some() {
-            // A notification this build cannot read counts as missed: the subscriber
-            // re-reads state, as after any gap.
-            let notification = serde_json::from_str::<Notification>(&line)
-                .unwrap_or(Notification::Lagged(Lagged { missed: 1 }));
-            // Nobody listening is fine: the subscription was dropped.
-            let _ = notifications.send(notification).await;
-            continue;
-        }
-        let answer: Answer = match (message.error, message.result) {
-            (Some(error), _) => Err(error),
-            (None, Some(result)) => Ok(RawResult(result.get().to_owned())),
-            (None, None) => Ok(RawResult("null".to_owned())),
-        };
-        match message.id.and_then(|id| id.get().parse::<u64>().ok()) {
+        let answer: Answer = answer.map(|result| RawResult::from_line(line, result));
+        match id {
             Some(id) => {
                 let waiter = lock(&pending).waiting.remove(&id);
                 if let Some(waiter) = waiter {
@@ -414,21 +450,65 @@ async fn read_messages(
     }
 }
 
-/// `{"id":N,"result":R}` exactly as the server writes a success: `(N, R)`. Anything else
-/// (errors, notifications, other spellings) takes the general path.
-fn success_line(line: &str) -> Option<(u64, &str)> {
-    let rest = line.strip_prefix("{\"id\":")?;
+/// One server line as every client reads it (this async client and [`super::oneshot`]).
+pub(super) enum ServerLine {
+    /// The answer to request `id`: where its result's JSON text stands in the line (`None`:
+    /// no result, read as `null`), or the server's error. `id` is `None` when the server
+    /// could not read the request's id (or it was not an integer).
+    Response {
+        id: Option<u64>,
+        answer: Result<Option<std::ops::Range<usize>>, ControlError>,
+    },
+    /// A notification (`{"method", "params"}`, no id).
+    Notification,
+}
+
+impl ServerLine {
+    /// `None` for a line that is neither (it is skipped).
+    pub(super) fn read(line: &str) -> Option<Self> {
+        // The server writes a success as `{"id":N,"result":…}`; its result text is sliced
+        // out without a first scan (the reader's own parse validates it).
+        if let Some((id, result)) = success_line(line) {
+            return Some(Self::Response {
+                id: Some(id),
+                answer: Ok(Some(result)),
+            });
+        }
+        let message = serde_json::from_str::<Incoming<'_>>(line).ok()?;
+        if message.id.is_none() && message.method.is_some() {
+            return Some(Self::Notification);
+        }
+        // A borrowed raw value is a slice of `line`: its place there.
+        let place = |text: &str| {
+            let at = text.as_ptr().addr() - line.as_ptr().addr();
+            at..at + text.len()
+        };
+        let answer = match (message.error, message.result) {
+            (Some(error), _) => Err(error),
+            (None, result) => Ok(result.map(|r| place(r.get()))),
+        };
+        Some(Self::Response {
+            id: message.id.and_then(|id| id.get().parse::<u64>().ok()),
+            answer,
+        })
+    }
+}
+
+/// `{"id":N,"result":R}` exactly as the server writes a success: `N` and where `R` stands.
+/// Anything else (errors, notifications, other spellings) takes the general path.
+fn success_line(line: &str) -> Option<(u64, std::ops::Range<usize>)> {
+    const ID: &str = "{\"id\":";
+    const RESULT: &str = ",\"result\":";
+    let rest = line.strip_prefix(ID)?;
     let digits = rest.find(|c: char| !c.is_ascii_digit())?;
     let id = rest[..digits].parse().ok()?;
-    let result = rest[digits..]
-        .strip_prefix(",\"result\":")?
-        .strip_suffix('}')?;
-    Some((id, result))
+    rest[digits..].strip_prefix(RESULT)?.strip_suffix('}')?;
+    Some((id, ID.len() + digits + RESULT.len()..line.len() - 1))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::success_line;
+    use super::{RawResult, success_line};
     use crate::control::protocol::{Payload, RequestId, Response};
 
     #[test]
@@ -436,18 +516,53 @@ mod tests {
         let value = serde_json::json!({"children": [{"id": "x", "text": "a}b"}], "n": 1});
         let line = serde_json::to_string(&Response::result(RequestId::from(42), value.clone()))
             .unwrap_or_default();
-        let (id, raw) = success_line(&line).unwrap_or((0, ""));
+        let (id, raw) = success_line(&line).unwrap_or((0, 0..0));
         assert_eq!(id, 42);
         assert_eq!(
-            serde_json::from_str::<serde_json::Value>(raw).ok(),
-            Some(value)
+            serde_json::from_str::<serde_json::Value>(&line[raw]).ok(),
+            Some(value.clone())
         );
         let raw_payload = Payload::Raw(
             serde_json::value::to_raw_value(&serde_json::json!([1, 2])).unwrap_or_default(),
         );
         let line = serde_json::to_string(&Response::result(RequestId::from(7), raw_payload))
             .unwrap_or_default();
-        assert_eq!(success_line(&line), Some((7, "[1,2]")));
+        let (id, raw) = success_line(&line).unwrap_or((0, 0..0));
+        assert_eq!((id, &line[raw]), (7, "[1,2]"));
+        // A kept answer is written in pieces, without copying it into a line: the same
+        // bytes as serializing the response, read the same way.
+        let kept: std::sync::Arc<serde_json::value::RawValue> =
+            serde_json::value::to_raw_value(&value)
+                .unwrap_or_default()
+                .into();
+        for id in [RequestId::from(3), RequestId::Text("a\"b".to_owned())] {
+            let response = Response::result(id, Payload::Shared(kept.clone()));
+            let line = response.encode_line().map(|l| l.pieces().concat());
+            let mut serialized = serde_json::to_vec(&response).unwrap_or_default();
+            serialized.push(b'\n');
+            assert_eq!(line.ok(), Some(serialized));
+        }
+        // Other spellings take the general path and still find the result in the line.
+        for (line, want) in [
+            (
+                r#"{"result": [1, {"a": 2}], "id": 5}"#,
+                Some("[1, {\"a\": 2}]"),
+            ),
+            (r#"{"id": 6}"#, None),
+        ] {
+            let Some(super::ServerLine::Response { id, answer }) = super::ServerLine::read(line)
+            else {
+                panic!("{line}: not a response");
+            };
+            let answer = answer
+                .ok()
+                .map(|r| RawResult::from_line(line.to_owned(), r));
+            assert_eq!(
+                answer.as_ref().map(super::RawResult::get),
+                Some(want.unwrap_or("null"))
+            );
+            assert!(id.is_some());
+        }
         // Errors, text ids and notifications are not successes.
         assert_eq!(
             success_line(r#"{"id":1,"error":{"code":"x","message":"y"}}"#),

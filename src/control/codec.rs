@@ -177,6 +177,43 @@ pub fn encode_line<T: Serialize>(message: &T) -> Result<Vec<u8>, serde_json::Err
     Ok(bytes)
 }
 
+/// One line for a connection's writer: bytes of its own, or a result text kept to answer
+/// again (`head`, then the shared text, then `}` and the newline), which is then never copied
+/// into a line of its own.
+#[derive(Clone, Debug)]
+pub enum Line {
+    Owned(Vec<u8>),
+    Shared {
+        head: Vec<u8>,
+        body: std::sync::Arc<serde_json::value::RawValue>,
+    },
+}
+
+impl Line {
+    /// The end of a [`Line::Shared`].
+    const SHARED_TAIL: &'static [u8] = b"}\n";
+
+    /// Bytes on the wire, newline included.
+    pub fn len(&self) -> usize {
+        match self {
+            Self::Owned(line) => line.len(),
+            Self::Shared { head, body } => head.len() + body.get().len() + Self::SHARED_TAIL.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The line's pieces, in order.
+    pub fn pieces(&self) -> [&[u8]; 3] {
+        match self {
+            Self::Owned(line) => [line, &[], &[]],
+            Self::Shared { head, body } => [head, body.get().as_bytes(), Self::SHARED_TAIL],
+        }
+    }
+}
+
 /// Writes whole lines through a buffer: `queue` several, then `flush` once.
 pub struct LineWriter<W: AsyncWrite> {
     inner: BufWriter<W>,
@@ -192,6 +229,16 @@ impl<W: AsyncWrite + Unpin> LineWriter<W> {
     /// Buffers a line produced by [`encode_line`] (written out when the buffer fills).
     pub async fn queue(&mut self, line: &[u8]) -> io::Result<()> {
         self.inner.write_all(line).await
+    }
+
+    /// [`LineWriter::queue`] for a [`Line`], piece by piece.
+    pub async fn queue_line(&mut self, line: &Line) -> io::Result<()> {
+        for piece in line.pieces() {
+            if !piece.is_empty() {
+                self.inner.write_all(piece).await?;
+            }
+        }
+        Ok(())
     }
 
     pub async fn flush(&mut self) -> io::Result<()> {

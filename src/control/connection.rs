@@ -21,7 +21,7 @@ use tokio::task::{self, JoinHandle, JoinSet};
 use tokio::time::Instant;
 
 use super::caller::{self, Caller};
-use super::codec::{LineReader, LineWriter, encode_line};
+use super::codec::{Line, LineReader, LineWriter, encode_line};
 use super::methods::{
     Event, HelloParams, HelloResult, Lagged, Method as _, NoParams, Notification,
     SUPPORTED_PROTOCOLS, SubscribeResult, decode, method,
@@ -80,7 +80,7 @@ enum Step {
 /// line is larger), after which it is cut off.
 #[derive(Clone)]
 struct Outbox {
-    tx: mpsc::UnboundedSender<Vec<u8>>,
+    tx: mpsc::UnboundedSender<Line>,
     /// Bytes queued and not yet handed to the socket.
     queued: Arc<AtomicUsize>,
     cap: usize,
@@ -106,7 +106,7 @@ impl Outbox {
 
     /// Queues a response line; `false` when the peer is not reading (the line is dropped and
     /// the connection is cut) or is gone.
-    fn push_response(&self, line: Vec<u8>) -> bool {
+    fn push_response(&self, line: Line) -> bool {
         if !self.reserve(line.len(), self.cap) {
             self.overflow.notify_one();
             return false;
@@ -117,7 +117,7 @@ impl Outbox {
     /// Queues an event line while the queue is under half its budget; `false` when the
     /// event was dropped (the subscriber is then told how many it missed).
     fn push_event(&self, line: Vec<u8>) -> bool {
-        self.reserve(line.len(), self.cap / 2) && self.send(line)
+        self.reserve(line.len(), self.cap / 2) && self.send(Line::Owned(line))
     }
 
     /// Counts `len` bytes in if they fit under `limit` (a line always fits an empty queue).
@@ -129,7 +129,7 @@ impl Outbox {
             .is_ok()
     }
 
-    fn send(&self, line: Vec<u8>) -> bool {
+    fn send(&self, line: Line) -> bool {
         let len = line.len();
         if self.tx.send(line).is_err() {
             self.queued.fetch_sub(len, Ordering::AcqRel);
@@ -145,12 +145,12 @@ impl Outbox {
 /// when every sender is gone (then the write side is shut down).
 async fn write_lines(
     writer: OwnedWriteHalf,
-    mut lines: mpsc::UnboundedReceiver<Vec<u8>>,
+    mut lines: mpsc::UnboundedReceiver<Line>,
     queued: Arc<AtomicUsize>,
     stall: Duration,
 ) {
     let mut writer = LineWriter::new(writer);
-    let written = |line: &[u8]| {
+    let written = |line: &Line| {
         queued.fetch_sub(line.len(), Ordering::AcqRel);
     };
     while let Some(line) = lines.recv().await {
@@ -159,7 +159,7 @@ async fn write_lines(
             batch.push(more);
         }
         for line in &batch {
-            match tokio::time::timeout(stall, writer.queue(line)).await {
+            match tokio::time::timeout(stall, writer.queue_line(line)).await {
                 Ok(Ok(())) => written(line),
                 _ => return,
             }
@@ -469,19 +469,19 @@ impl Connection {
 
 /// Queues a response for the writer; one too large for a line becomes an error of its own.
 fn send_response(outbox: &Outbox, response: Response, max_line: usize) {
-    let line = match encode_line(&response) {
+    let line = match response.encode_line() {
         Ok(line) if line.len() <= max_line + 1 => line,
         Ok(line) => {
             let error = ControlError::response_too_large(line.len() - 1, max_line);
             match encode_line(&Response::error(response.id, error)) {
-                Ok(line) => line,
+                Ok(line) => Line::Owned(line),
                 Err(_) => return,
             }
         }
         Err(e) => {
             let error = ControlError::internal(&format!("cannot encode the response: {e}"));
             match encode_line(&Response::error(response.id, error)) {
-                Ok(line) => line,
+                Ok(line) => Line::Owned(line),
                 Err(_) => return,
             }
         }

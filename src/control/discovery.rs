@@ -54,6 +54,14 @@ pub struct Endpoint {
     pub metadata: Option<Metadata>,
 }
 
+/// A coordinator found live, with the connection that showed it: a client speaks on it
+/// instead of connecting a second time.
+#[derive(Debug)]
+pub struct Located {
+    pub endpoint: Endpoint,
+    pub stream: UnixStream,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum DiscoveryError {
     #[error(
@@ -170,6 +178,11 @@ impl RuntimeDir {
     /// The newest live coordinator serving exactly `cwd` (canonicalized here). Candidates
     /// whose connect is refused are removed on the way.
     pub fn find(&self, cwd: &Path) -> Result<Option<Endpoint>, DiscoveryError> {
+        Ok(self.find_connected(cwd)?.map(|found| found.endpoint))
+    }
+
+    /// [`RuntimeDir::find`], keeping the connection that found it live.
+    pub fn find_connected(&self, cwd: &Path) -> Result<Option<Located>, DiscoveryError> {
         let cwd = fs::canonicalize(cwd).map_err(io_error(cwd))?;
         for meta in self.list()? {
             if meta.cwd != cwd {
@@ -178,11 +191,12 @@ impl RuntimeDir {
             // Only sockets in this directory named after their id are trusted: metadata
             // cannot point a client elsewhere.
             let socket = self.socket_path(meta.parent_id);
-            if probe(&socket) == Probe::Live {
-                return Ok(Some(Endpoint {
+            if let Probe::Live(stream) = probe(&socket) {
+                let endpoint = Endpoint {
                     socket,
                     metadata: Some(meta),
-                }));
+                };
+                return Ok(Some(Located { endpoint, stream }));
             }
         }
         Ok(None)
@@ -190,6 +204,11 @@ impl RuntimeDir {
 
     /// The coordinator with exactly this parent id (ids are never prefix-matched).
     pub fn find_parent(&self, id: &str) -> Result<Option<Endpoint>, DiscoveryError> {
+        Ok(self.find_parent_connected(id)?.map(|found| found.endpoint))
+    }
+
+    /// [`RuntimeDir::find_parent`], keeping the connection that found it live.
+    pub fn find_parent_connected(&self, id: &str) -> Result<Option<Located>, DiscoveryError> {
         let parent_id =
             Uuid::parse_str(id).map_err(|_| DiscoveryError::InvalidParent(id.to_owned()))?;
         match check_private_dir(&self.path) {
@@ -199,11 +218,12 @@ impl RuntimeDir {
             checked => checked?,
         }
         let socket = self.socket_path(parent_id);
-        if probe(&socket) != Probe::Live {
+        let Probe::Live(stream) = probe(&socket) else {
             return Ok(None);
-        }
+        };
         let metadata = read_metadata(&socket.with_extension(METADATA_EXT)).ok();
-        Ok(Some(Endpoint { socket, metadata }))
+        let endpoint = Endpoint { socket, metadata };
+        Ok(Some(Located { endpoint, stream }))
     }
 }
 
@@ -233,9 +253,19 @@ pub fn locate(
     selector: &Selector,
     cwd: &Path,
 ) -> Result<Endpoint, DiscoveryError> {
+    locate_connected(dir, selector, cwd).map(|found| found.endpoint)
+}
+
+/// [`locate`], keeping the connection that found the coordinator live (a client speaks on
+/// it: one connect per command, not two).
+pub fn locate_connected(
+    dir: &RuntimeDir,
+    selector: &Selector,
+    cwd: &Path,
+) -> Result<Located, DiscoveryError> {
     if let Some(id) = &selector.parent {
         return dir
-            .find_parent(id)?
+            .find_parent_connected(id)?
             .ok_or_else(|| DiscoveryError::UnknownParent {
                 id: id.clone(),
                 dir: dir.path().to_owned(),
@@ -243,26 +273,28 @@ pub fn locate(
     }
     if let Some(socket) = &selector.socket {
         // A socket named explicitly is never removed: the user pointed at it.
-        if let Err(source) = UnixStream::connect(socket) {
-            return Err(DiscoveryError::SocketUnreachable {
+        let stream =
+            UnixStream::connect(socket).map_err(|source| DiscoveryError::SocketUnreachable {
                 path: socket.clone(),
                 source,
-            });
-        }
+            })?;
         let metadata = read_metadata(&socket.with_extension(METADATA_EXT)).ok();
-        return Ok(Endpoint {
+        let endpoint = Endpoint {
             socket: socket.clone(),
             metadata,
-        });
+        };
+        return Ok(Located { endpoint, stream });
     }
-    dir.find(cwd)?.ok_or_else(|| DiscoveryError::NoCoordinator {
-        cwd: fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_owned()),
-    })
+    dir.find_connected(cwd)?
+        .ok_or_else(|| DiscoveryError::NoCoordinator {
+            cwd: fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_owned()),
+        })
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Debug)]
 enum Probe {
-    Live,
+    /// Connected: the connection is the caller's to use or drop.
+    Live(UnixStream),
     /// Removed (or already gone) after a refused connect.
     Stale,
     /// Could not tell (permissions, a full backlog, …): left alone.
@@ -272,7 +304,7 @@ enum Probe {
 /// Connects once. A refused connect or a missing socket makes the pair stale and removes it.
 fn probe(socket: &Path) -> Probe {
     match UnixStream::connect(socket) {
-        Ok(_) => Probe::Live,
+        Ok(stream) => Probe::Live(stream),
         Err(e)
             if matches!(
                 e.kind(),

@@ -22,6 +22,7 @@ use uuid::Uuid;
 
 use crate::control::protocol::ControlError;
 use crate::control::summary::FleetSummary;
+use crate::control::table::FleetTable;
 use crate::core::{
     AgentPresence, ChildRef, ChildSnapshot, MessageId, MessageMode, RegistryEvent, Reply,
     StatusView, SubmitStatus, WindowOutcome,
@@ -241,15 +242,19 @@ pub struct HelloParams {
 #[serde(deny_unknown_fields)]
 pub struct NoParams {}
 
-/// `status`: one generation (with `target`), the fleet, or the fleet's table rows (`summary`).
+/// `status`: one generation (with `target`), the fleet, its summary rows (`summary`), or the
+/// table's compact rows (`table`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StatusParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<Target>,
-    /// Table rows instead of full snapshots (ignored with a target).
+    /// Summary rows instead of full snapshots (ignored with a target).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub summary: bool,
+    /// The fleet table's compact rows instead (ignored with a target; over `summary`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub table: bool,
 }
 
 /// `delegate`.
@@ -416,7 +421,7 @@ pub struct FleetStatus {
     pub policy: SchedulingPolicy,
 }
 
-/// `status`: which of the three answers depends on the params.
+/// `status`: which answer depends on the params.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum StatusResult {
@@ -424,8 +429,10 @@ pub enum StatusResult {
     Generation(Box<StatusView>),
     /// Without: full snapshots.
     Fleet(FleetStatus),
-    /// With `summary: true`: table rows.
-    Summary(FleetSummary<'static>),
+    /// With `summary: true`: summary rows.
+    Summary(#[serde(deserialize_with = "FleetSummary::deserialize_owned")] FleetSummary<'static>),
+    /// With `table: true`: the table's compact rows.
+    Table(#[serde(deserialize_with = "FleetTable::deserialize_owned")] FleetTable<'static>),
 }
 
 /// A foreground `delegate`: the admission, then the drained window.

@@ -20,7 +20,7 @@ use crate::control::methods::{
 use crate::control::protocol::{ControlError, Payload};
 use crate::control::server::{BoxFuture, Handler, Session};
 use crate::control::session_routing::SessionRouting;
-use crate::control::summary::{FleetSummary, SummaryRow};
+use crate::control::summary_cache::{Summary, SummaryCache};
 use crate::core::{ChildRef, GuardKind, Input, Party, Refusal, Renewal, Reply, RequestId};
 use crate::policy::Problems;
 use crate::policy::capabilities::{OfferedTool, effective};
@@ -56,6 +56,8 @@ pub struct Service {
     offered: Vec<OfferedTool>,
     events: broadcast::Sender<Event>,
     routing: Option<Arc<SessionRouting>>,
+    /// The last `status {summary: true}` answer, served again while nothing changed.
+    summary: Arc<SummaryCache>,
 }
 
 impl Service {
@@ -97,6 +99,7 @@ impl Service {
             offered,
             events,
             routing: None,
+            summary: Arc::default(),
         }
     }
 
@@ -262,7 +265,8 @@ impl Service {
     }
 
     /// With a target: the pinned snapshot, its generations and presence. Without: the fleet;
-    /// `summary` rows carry only what the fleet table shows (about a tenth of a snapshot).
+    /// `summary` rows carry only what the fleet table shows (about a tenth of a snapshot), `table`
+    /// rows the same as compact arrays; both are kept while nothing changes.
     /// Inside the actor only detached copies are taken; the JSON text is written out here, once,
     /// so a large status never holds up worker events.
     async fn status(&self, p: StatusParams) -> Result<Payload, ControlError> {
@@ -270,26 +274,25 @@ impl Service {
             let view = self.rt.query(move |c| c.status(r)).await??;
             return raw(&StatusResult::Generation(Box::new(view)));
         }
-        if p.summary {
-            let (parent_id, children, stats, policy) = self
+        if p.summary || p.table {
+            // Unchanged since the last answer: that text again, nothing serialized.
+            let cache = Arc::clone(&self.summary);
+            let read = self
                 .rt
-                .query(|c| {
-                    let rows: Vec<SummaryRow<'static>> = c
-                        .iter_current()
-                        .map(|(s, presence)| SummaryRow {
-                            presence: Some(presence),
-                            ..SummaryRow::of(s).into_owned()
-                        })
-                        .collect();
-                    (c.root_id(), rows, fleet_stats(c), *c.policy())
-                })
+                .query(move |c| cache.read(c, fleet_stats(c)))
                 .await?;
-            return raw(&FleetSummary {
-                parent_id,
-                children,
-                stats,
-                policy,
-            });
+            let written = match read {
+                Summary::Unchanged(written) => written,
+                Summary::Changed(summary) => self.summary.keep(summary),
+            };
+            let text = if p.table {
+                written.table_text()
+            } else {
+                written.summary_text()
+            };
+            return text
+                .map(Payload::Shared)
+                .map_err(|e| ControlError::internal(&e.to_string()));
         }
         let (parent_id, children, agents, stats, policy) = self
             .rt

@@ -1,6 +1,11 @@
 //! The fleet table's rows: what `status {summary: true}` returns for each current
 //! generation. Typed on both ends so the server writes rows straight from snapshots and the
 //! client reads them straight from the response text, with no intermediate JSON tree.
+//!
+//! The text fields borrow from the text they are read from (`#[serde(borrow)]`: a string
+//! without escapes is not copied), so a client reading 1,000 rows allocates only the rows'
+//! vector. The protocol's own result ([`crate::control::methods::StatusResult`]) owns its rows:
+//! it reads the same type and then [`FleetSummary::into_owned`].
 
 use std::borrow::Cow;
 
@@ -21,6 +26,7 @@ pub const SUMMARY_CHARS: usize = 120;
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FleetSummary<'a> {
     pub parent_id: Uuid,
+    #[serde(borrow)]
     pub children: Vec<SummaryRow<'a>>,
     /// The coordinator's counters, as in the full status answer.
     pub stats: FleetStats,
@@ -39,8 +45,10 @@ pub struct SummaryRow<'a> {
     pub profile: Role,
     pub status: Status,
     /// Clipped to [`SUMMARY_CHARS`].
+    #[serde(borrow)]
     pub assignment: Cow<'a, str>,
     /// Newest activity, clipped to [`SUMMARY_CHARS`].
+    #[serde(borrow)]
     pub activity: Option<Cow<'a, str>>,
     pub telemetry: SummaryTelemetry,
     pub writer_lease: bool,
@@ -90,6 +98,30 @@ impl<'a> SummaryRow<'a> {
             ended_at: s.ended_at,
             presence: None,
         }
+    }
+}
+
+impl FleetSummary<'_> {
+    /// The answer with every row's text owned.
+    pub fn into_owned(self) -> FleetSummary<'static> {
+        FleetSummary {
+            parent_id: self.parent_id,
+            children: self
+                .children
+                .into_iter()
+                .map(SummaryRow::into_owned)
+                .collect(),
+            stats: self.stats,
+            policy: self.policy,
+        }
+    }
+
+    /// Reads an owned answer from any deserializer (the protocol's result type must not
+    /// borrow from the text it was read from).
+    pub fn deserialize_owned<'de, D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<FleetSummary<'static>, D::Error> {
+        FleetSummary::deserialize(deserializer).map(FleetSummary::into_owned)
     }
 }
 

@@ -209,7 +209,7 @@ async fn load(client: &Client) -> Result<Msg, ClientError> {
     for target in renewed {
         let params = StatusParams {
             target: Some(target),
-            summary: false,
+            ..StatusParams::default()
         };
         let StatusResult::Generation(view) = client.request::<method::Status>(&params).await?
         else {

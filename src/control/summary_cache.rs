@@ -1,0 +1,131 @@
+//! The summary and table answers (`status {summary: true}`, `status {table: true}`) kept
+//! between changes.
+//!
+//! Scripts poll `subagent-status`; between two polls of a large fleet usually nothing changed.
+//! The server keeps the rows it last read, and the answers it wrote from them. Inside
+//! the coordinator's actor, the fleet as it stands now is compared with those rows (borrowed,
+//! field by field, nothing allocated or serialized); when it is equal, the kept text is the
+//! answer. So a kept text is only ever served for exactly the [`FleetSummary`] it was written
+//! from (the table answer is a function of the same rows): correctness does not depend on
+//! knowing which inputs change what.
+
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use serde_json::value::RawValue;
+
+use crate::control::methods::FleetStats;
+use crate::control::summary::{FleetSummary, SummaryRow};
+use crate::control::table::{FleetTable, TableRow};
+use crate::core::Coordinator;
+
+/// The last summary answer read from the registry, and its texts once written.
+#[derive(Default)]
+pub struct SummaryCache {
+    last: Mutex<Option<Arc<Written>>>,
+}
+
+/// The fleet as it was read, and its answers' texts, each written the first time it is asked
+/// for.
+pub struct Written {
+    summary: FleetSummary<'static>,
+    /// The summary answer (`status {summary: true}`).
+    text: OnceLock<Arc<RawValue>>,
+    /// The table answer (`status {table: true}`).
+    table: OnceLock<Arc<RawValue>>,
+}
+
+/// What the actor read.
+pub enum Summary {
+    /// Nothing changed since this was read.
+    Unchanged(Arc<Written>),
+    /// The answer as it stands, to be kept ([`SummaryCache::keep`]).
+    Changed(FleetSummary<'static>),
+}
+
+impl SummaryCache {
+    /// Inside the actor: what was kept, if the fleet (`c`, with `stats`) still is what it was
+    /// read from, else the rows as they stand (owned, to leave the actor).
+    pub fn read(&self, c: &Coordinator, stats: FleetStats) -> Summary {
+        let last = self
+            .last
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(last) = last
+            && last.summary.parent_id == c.root_id()
+            && last.summary.stats == stats
+            && last.summary.policy == *c.policy()
+            && unchanged(&last.summary.children, c)
+        {
+            return Summary::Unchanged(last);
+        }
+        let children = c.iter_current().map(|row| current(row).into_owned());
+        Summary::Changed(FleetSummary {
+            parent_id: c.root_id(),
+            children: children.collect(),
+            stats,
+            policy: *c.policy(),
+        })
+    }
+
+    /// Outside the actor: keeps a changed answer (its texts are written when asked for).
+    pub fn keep(&self, summary: FleetSummary<'static>) -> Arc<Written> {
+        let written = Arc::new(Written {
+            summary,
+            text: OnceLock::new(),
+            table: OnceLock::new(),
+        });
+        *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&written));
+        written
+    }
+}
+
+impl Written {
+    /// The summary answer's text.
+    pub fn summary_text(&self) -> serde_json::Result<Arc<RawValue>> {
+        once(&self.text, || crate::json::to_raw_value(&self.summary))
+    }
+
+    /// The table answer's text: the same rows, as the table's compact arrays.
+    pub fn table_text(&self) -> serde_json::Result<Arc<RawValue>> {
+        once(&self.table, || {
+            let parent_id = self.summary.parent_id;
+            let rows = self.summary.children.iter();
+            crate::json::to_raw_value(&FleetTable {
+                parent_id,
+                rows: rows.map(|row| TableRow::of(row, parent_id)).collect(),
+            })
+        })
+    }
+}
+
+/// The text in `slot`, written by `write` the first time (two callers at once may both write
+/// it; they write the same text).
+fn once(
+    slot: &OnceLock<Arc<RawValue>>,
+    write: impl FnOnce() -> serde_json::Result<Box<RawValue>>,
+) -> serde_json::Result<Arc<RawValue>> {
+    if let Some(text) = slot.get() {
+        return Ok(Arc::clone(text));
+    }
+    let text: Arc<RawValue> = write()?.into();
+    Ok(Arc::clone(slot.get_or_init(|| text)))
+}
+
+/// A current generation's row, borrowing from its snapshot.
+fn current(
+    (snapshot, presence): (&crate::core::ChildSnapshot, crate::core::Presence),
+) -> SummaryRow<'_> {
+    SummaryRow {
+        presence: Some(presence),
+        ..SummaryRow::of(snapshot)
+    }
+}
+
+/// Whether the current generations are, in order, exactly `rows`.
+fn unchanged(rows: &[SummaryRow<'static>], c: &Coordinator) -> bool {
+    let mut now = c.iter_current();
+    rows.iter()
+        .all(|row| now.next().is_some_and(|s| current(s) == *row))
+        && now.next().is_none()
+}
