@@ -207,9 +207,7 @@ fn row_line(out: &mut String, c: &Cells<'_>, now: u64) {
     out.push(' ');
     push_padded(out, c.status.as_str(), 9);
     out.push(' ');
-    let start = out.len();
-    crate::text::push_line_fit(out, c.assignment, 36);
-    let written = crate::text::width(&out[start..]);
+    let written = crate::text::push_line_fit(out, c.assignment, 36);
     pad_to(out, 36usize.saturating_sub(written));
     out.push_str(" req ");
     match c.requests {
@@ -229,17 +227,17 @@ fn row_line(out: &mut String, c: &Cells<'_>, now: u64) {
         }
         None => out.push_str(" — "),
     }
-    // Admission to disposal, or to now while it lasts, right-aligned in 6 columns.
+    // Admission to disposal, or to now while it lasts, right-aligned in 6 columns (ASCII).
     let elapsed = c.ended_at.unwrap_or(now).saturating_sub(c.created_at);
-    let mut text = String::with_capacity(8);
-    push_elapsed(&mut text, elapsed);
-    pad_to(out, 6usize.saturating_sub(text.len()));
-    out.push_str(&text);
+    let start = out.len();
+    push_elapsed(out, elapsed);
+    let short = 6usize.saturating_sub(out.len() - start);
+    out.insert_str(start, &"      "[..short]);
     if c.writer_lease {
         out.push_str(" W");
     }
     out.push_str("  ");
-    crate::text::push_line_fit(out, c.activity.unwrap_or_default(), 40);
+    let _ = crate::text::push_line_fit(out, c.activity.unwrap_or_default(), 40);
 }
 
 /// An ASCII word (a profile, a status) left-aligned in `columns`, as `{:<columns}` writes it.

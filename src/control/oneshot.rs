@@ -17,8 +17,9 @@ use super::client::{ClientError, RawResult, ServerLine};
 use super::methods::{self, HelloParams, HelloResult, Method, SUPPORTED_PROTOCOLS};
 use super::protocol::{ControlError, MAX_REQUEST_LINE, MAX_SERVER_LINE};
 
-/// Bytes read from the socket at a time (the line cap is separate).
-const READ_CHUNK: usize = 64 * 1024;
+/// Bytes read from the socket at a time (the line cap is separate): every page of this
+/// buffer is touched, so it is kept small; a read is cheaper than a fresh page.
+const READ_CHUNK: usize = 16 * 1024;
 /// Bytes reserved for the request's answer line.
 const ANSWER_ROOM: usize = 1024 * 1024;
 
