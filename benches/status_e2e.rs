@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
-use slate::control::Client;
+use slate::control::methods::StatusParams;
+use slate::control::{Client, Request};
 
 const SLATE: &str = env!("CARGO_BIN_EXE_slate");
 /// The `subagent-status` cargo built; `SLATE_BENCH_STATUS=PATH` measures another build of it
@@ -271,15 +272,27 @@ fn bench(c: &mut Criterion) {
     });
     // The answers subagent-status reads, kept by the server while nothing changes: the
     // request, the comparison of 1,000 rows in the actor, the text written to the socket.
+    // Its text is read, not parsed.
     for (name, params) in [
-        ("in_process/summary_call", json!({"summary": true})),
-        ("in_process/table_call", json!({"table": true})),
+        (
+            "in_process/summary_call",
+            StatusParams {
+                summary: true,
+                ..StatusParams::default()
+            },
+        ),
+        (
+            "in_process/table_call",
+            StatusParams {
+                table: true,
+                ..StatusParams::default()
+            },
+        ),
     ] {
+        let request = Request::Status(params);
         group.bench_function(name, |b| {
             b.iter(|| {
-                rt.block_on(async {
-                    black_box(client.call("status", params.clone()).await.expect("status"))
-                })
+                rt.block_on(async { black_box(client.send(&request).await.expect("status")) })
             });
         });
     }

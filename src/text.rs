@@ -189,17 +189,22 @@ pub fn fit(text: &str, max: usize) -> String {
 
 /// Appends untrusted one-line `raw` to `out`, cleaned like [`SafeText::line`] and fitted
 /// like [`fit`]; printable ASCII (the common case) is copied without intermediate strings.
-pub fn push_line_fit(out: &mut String, raw: &str, max: usize) {
+/// Returns the columns written.
+pub fn push_line_fit(out: &mut String, raw: &str, max: usize) -> usize {
     if printable_ascii(raw) {
         if raw.len() <= max {
             out.push_str(raw);
+            return raw.len();
         } else if max > 0 {
             out.push_str(&raw[..max - 1]);
             out.push('…');
+            return max;
         }
-        return;
+        return 0;
     }
-    out.push_str(&fit(&clean(raw, false), max));
+    let fitted = fit(&clean(raw, false), max);
+    out.push_str(&fitted);
+    width(&fitted)
 }
 
 /// A count for a narrow column: `950`, `12.3k`, `4.1M`.
@@ -346,12 +351,10 @@ mod tests {
             ("日本語テキスト", 7),
         ] {
             let mut pushed = String::from(">");
-            super::push_line_fit(&mut pushed, raw, max);
-            assert_eq!(
-                pushed,
-                format!(">{}", fit(SafeText::line(raw).as_str(), max)),
-                "{raw:?} {max}"
-            );
+            let columns = super::push_line_fit(&mut pushed, raw, max);
+            let fitted = fit(SafeText::line(raw).as_str(), max);
+            assert_eq!(pushed, format!(">{fitted}"), "{raw:?} {max}");
+            assert_eq!(columns, width(&fitted), "{raw:?} {max}");
         }
     }
 

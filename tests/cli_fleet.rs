@@ -543,11 +543,17 @@ fn a_serving_coordinator_reads_delegation_json_at_every_invocation() {
     let running = f.json(&["delegate", "--background", "Hold a permit"]);
     let running = format!("{}@1", running["children"][0]["id"].as_str().unwrap());
 
+    // The fleet's answer is kept while nothing changes, but not past a policy change: the
+    // next status reads the file, with no other input in between.
+    let before = f.json(&["status"]);
+    assert_eq!(before["policy"]["requests"], 100, "{}", before["policy"]);
     std::fs::write(
         &operator,
         r#"{"scheduling": {"concurrency": 2, "requests": 3}}"#,
     )
     .unwrap();
+    let after = f.json(&["status"]);
+    assert_eq!(after["policy"]["requests"], 3, "{}", after["policy"]);
     let next = f.json(&["delegate", "--background", "Under the new limit"]);
     assert_eq!(next["children"][0]["limits"]["requests"], 3, "{next}");
 

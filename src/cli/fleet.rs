@@ -114,15 +114,24 @@ pub fn summary_table(parent_id: uuid::Uuid, children: &[SummaryRow<'_>]) -> Stri
         .iter()
         .map(|row| TableRow::of(row, parent_id))
         .collect();
-    fleet_table(parent_id, &rows)
+    let mut out = Vec::with_capacity(160 * (rows.len() + 1));
+    // Writing into memory cannot fail.
+    let _ = write_fleet_table(&mut out, parent_id, &rows);
+    String::from_utf8(out).unwrap_or_default()
 }
 
-/// The fleet table (`status` without a target), from typed table rows.
-pub fn fleet_table(parent_id: uuid::Uuid, rows: &[TableRow<'_>]) -> String {
+/// The fleet table (`status` without a target) from typed table rows, written to `out` a
+/// few dozen kilobytes at a time (a 1,000-row table is never held whole).
+pub fn write_fleet_table(
+    out: &mut impl std::io::Write,
+    parent_id: uuid::Uuid,
+    rows: &[TableRow<'_>],
+) -> std::io::Result<()> {
+    const CHUNK: usize = 32 * 1024;
     let count = |status: Status| rows.iter().filter(|r| r.5 == status).count();
-    let mut out = String::with_capacity(160 * (rows.len() + 1));
+    let mut text = String::with_capacity(CHUNK + 1024);
     let _ = writeln!(
-        out,
+        text,
         "parent {} · {} current generations · running {} · queued {} · settled {} · failed {} · cancelled {} · paused {}",
         parent_id,
         rows.len(),
@@ -134,41 +143,45 @@ pub fn fleet_table(parent_id: uuid::Uuid, rows: &[TableRow<'_>]) -> String {
         count(Status::Paused),
     );
     let now = crate::runtime::now_ms();
-    for c in tree_order(rows) {
-        row_line(&mut out, &c, now);
-        out.push_str("  [");
-        out.push_str(c.presence.map_or("", Presence::as_str));
-        out.push_str("]\n");
+    for row in tree_order(rows) {
+        let c = row.cells();
+        row_line(&mut text, &c, now);
+        text.push_str("  [");
+        text.push_str(c.presence.map_or("", Presence::as_str));
+        text.push_str("]\n");
+        if text.len() >= CHUNK {
+            out.write_all(text.as_bytes())?;
+            text.clear();
+        }
     }
-    out
+    out.write_all(text.as_bytes())
 }
 
 /// Rows in tree order: each child right under its parent, siblings in admission order.
 /// Rows whose parent is not listed (the root's children, or a parent outside the selection)
 /// are roots.
-fn tree_order<'r>(rows: &'r [TableRow<'_>]) -> Vec<Cells<'r>> {
-    let cells = rows.iter().map(TableRow::cells);
+fn tree_order<'r, 'a>(rows: &'r [TableRow<'a>]) -> Vec<&'r TableRow<'a>> {
     // Every row a child of the root: all roots, as listed.
     if rows.iter().all(|r| r.2.is_none()) {
-        return cells.collect();
+        return rows.iter().collect();
     }
     let listed: std::collections::HashSet<uuid::Uuid> = rows.iter().map(|r| r.0).collect();
-    let mut children: std::collections::HashMap<uuid::Uuid, Vec<Cells<'r>>> =
+    let mut children: std::collections::HashMap<uuid::Uuid, Vec<&'r TableRow<'a>>> =
         std::collections::HashMap::new();
     let mut roots = Vec::new();
-    for c in cells {
-        match c.parent {
-            Some(parent) if listed.contains(&parent) && parent != c.id => {
-                children.entry(parent).or_default().push(c);
+    for r in rows {
+        match r.2 {
+            Some(parent) if listed.contains(&parent) && parent != r.0 => {
+                children.entry(parent).or_default().push(r);
             }
-            _ => roots.push(c),
+            _ => roots.push(r),
         }
     }
     let mut out = Vec::with_capacity(rows.len());
-    let mut stack: Vec<Cells<'r>> = roots.into_iter().rev().collect();
-    while let Some(c) = stack.pop() {
-        out.push(c);
-        if let Some(kids) = children.remove(&c.id) {
+    let mut stack: Vec<&'r TableRow<'a>> = roots.into_iter().rev().collect();
+    while let Some(r) = stack.pop() {
+        out.push(r);
+        if let Some(kids) = children.remove(&r.0) {
             stack.extend(kids.into_iter().rev());
         }
     }
@@ -194,9 +207,7 @@ fn row_line(out: &mut String, c: &Cells<'_>, now: u64) {
     out.push(' ');
     push_padded(out, c.status.as_str(), 9);
     out.push(' ');
-    let start = out.len();
-    crate::text::push_line_fit(out, c.assignment, 36);
-    let written = crate::text::width(&out[start..]);
+    let written = crate::text::push_line_fit(out, c.assignment, 36);
     pad_to(out, 36usize.saturating_sub(written));
     out.push_str(" req ");
     match c.requests {
@@ -216,17 +227,17 @@ fn row_line(out: &mut String, c: &Cells<'_>, now: u64) {
         }
         None => out.push_str(" — "),
     }
-    // Admission to disposal, or to now while it lasts, right-aligned in 6 columns.
+    // Admission to disposal, or to now while it lasts, right-aligned in 6 columns (ASCII).
     let elapsed = c.ended_at.unwrap_or(now).saturating_sub(c.created_at);
-    let mut text = String::with_capacity(8);
-    push_elapsed(&mut text, elapsed);
-    pad_to(out, 6usize.saturating_sub(text.len()));
-    out.push_str(&text);
+    let start = out.len();
+    push_elapsed(out, elapsed);
+    let short = 6usize.saturating_sub(out.len() - start);
+    out.insert_str(start, &"      "[..short]);
     if c.writer_lease {
         out.push_str(" W");
     }
     out.push_str("  ");
-    crate::text::push_line_fit(out, c.activity.unwrap_or_default(), 40);
+    let _ = crate::text::push_line_fit(out, c.activity.unwrap_or_default(), 40);
 }
 
 /// An ASCII word (a profile, a status) left-aligned in `columns`, as `{:<columns}` writes it.
@@ -236,7 +247,13 @@ fn push_padded(out: &mut String, word: &str, columns: usize) {
 }
 
 fn pad_to(out: &mut String, spaces: usize) {
-    out.extend(std::iter::repeat_n(' ', spaces));
+    const SPACES: &str = "                                                ";
+    let mut left = spaces;
+    while left > 0 {
+        let n = left.min(SPACES.len());
+        out.push_str(&SPACES[..n]);
+        left -= n;
+    }
 }
 
 /// `status` with a target: the snapshot, its generations and presence.

@@ -56,6 +56,17 @@ impl Printer {
         stdout.flush()
     }
 
+    /// Lets `write` write text to stdout as it is produced (a large table is never held
+    /// whole), then flushes.
+    pub fn write_with(
+        &self,
+        write: impl FnOnce(&mut io::StdoutLock<'static>) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let mut stdout = io::stdout().lock();
+        write(&mut stdout)?;
+        stdout.flush()
+    }
+
     /// Serialize `value` as JSON to stdout (see [`write_json`]).
     pub fn value<T: Serialize + ?Sized>(&self, value: &T) -> io::Result<()> {
         write_json(io::stdout().lock(), value)

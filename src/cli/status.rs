@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::cli::fleet::{fleet_table, locate, status_view, summary_table, target};
+use crate::cli::fleet::{locate, status_view, summary_table, target, write_fleet_table};
 use crate::cli::{Error, ExitCode, Printer};
 use crate::control::Method as _;
 use crate::control::client::CONNECT_TIMEOUT;
@@ -70,7 +70,7 @@ pub fn run(printer: &Printer, words: &[String], parent: Option<&str>) -> Result<
         printer.value_read_from(&raw, &fleet)?;
     } else {
         let table = raw.decode::<FleetTable<'_>>(method::Status::NAME)?;
-        printer.out(&fleet_table(table.parent_id, &table.rows))?;
+        printer.write_with(|out| write_fleet_table(out, table.parent_id, &table.rows))?;
     }
     Ok(ExitCode::Ok)
 }

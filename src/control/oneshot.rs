@@ -17,8 +17,11 @@ use super::client::{ClientError, RawResult, ServerLine};
 use super::methods::{self, HelloParams, HelloResult, Method, SUPPORTED_PROTOCOLS};
 use super::protocol::{ControlError, MAX_REQUEST_LINE, MAX_SERVER_LINE};
 
-/// Bytes read from the socket at a time (the line cap is separate).
-const READ_CHUNK: usize = 64 * 1024;
+/// Bytes read from the socket at a time (the line cap is separate): every page of this
+/// buffer is touched, so it is kept small; a read is cheaper than a fresh page.
+const READ_CHUNK: usize = 16 * 1024;
+/// Bytes reserved for the request's answer line.
+const ANSWER_ROOM: usize = 1024 * 1024;
 
 /// The ids of the two requests of a one-shot connection.
 const HELLO_ID: u64 = 1;
@@ -61,7 +64,13 @@ pub fn call_raw<M: Method>(
     // An error the server sent without an id (`busy`): the reason if the connection ends.
     let mut connection_error = None;
     loop {
-        let Some(line) = next_line(&mut reader, timeout)? else {
+        // The request's answer may be a large one (a 1,000-row status is 166–394 KB).
+        let room = if hello_answered {
+            ANSWER_ROOM
+        } else {
+            READ_CHUNK
+        };
+        let Some(line) = next_line(&mut reader, timeout, room)? else {
             return Err(connection_error.map_or(ClientError::Closed, ClientError::Remote));
         };
         let Some(ServerLine::Response { id, answer }) = ServerLine::read(&line) else {
@@ -120,12 +129,16 @@ fn io_error(error: io::Error, timeout: Duration) -> ClientError {
 
 /// The next line of at most [`MAX_SERVER_LINE`] bytes (without its newline; a trailing `\r`
 /// removed); `None` at end of stream. Blank lines and lines that are not UTF-8 are skipped.
+/// The line starts with `room` bytes reserved: reserved memory is only paid for (a page
+/// fault each 4 KiB, the largest cost of reading a large answer) as it is filled, while
+/// growing into it would copy the line at every doubling, into fresh pages each time.
 fn next_line(
     reader: &mut io::BufReader<UnixStream>,
     timeout: Duration,
+    room: usize,
 ) -> Result<Option<String>, ClientError> {
     loop {
-        let mut line = Vec::new();
+        let mut line = Vec::with_capacity(room);
         let limit = u64::try_from(MAX_SERVER_LINE + 1).unwrap_or(u64::MAX);
         let read = io::Read::take(&mut *reader, limit)
             .read_until(b'\n', &mut line)

@@ -275,15 +275,26 @@ impl Service {
             return raw(&StatusResult::Generation(Box::new(view)));
         }
         if p.summary || p.table {
-            // Unchanged since the last answer: that text again, nothing serialized.
-            let cache = Arc::clone(&self.summary);
-            let read = self
-                .rt
-                .query(move |c| cache.read(c, fleet_stats(c)))
-                .await?;
-            let written = match read {
-                Summary::Unchanged(written) => written,
-                Summary::Changed(summary) => self.summary.keep(summary),
+            // No input since the last answer, and a read would not apply a new scheduling
+            // policy (`Actor::refresh_policy`): that answer again, without the actor.
+            let fresh = self
+                .summary
+                .fresh(self.rt.registry_epoch())
+                .filter(|w| self.policy.scheduling().is_none_or(|p| p == *w.policy()));
+            let written = if let Some(written) = fresh {
+                written
+            } else {
+                // Unchanged rows after all (inputs that change nothing a row shows): the kept
+                // text again; else the rows as they stand, written once.
+                let cache = Arc::clone(&self.summary);
+                let (epoch, read) = self
+                    .rt
+                    .query_with_epoch(move |c, epoch| (epoch, cache.read(c, fleet_stats(c), epoch)))
+                    .await?;
+                match read {
+                    Summary::Unchanged(written) => written,
+                    Summary::Changed(summary) => self.summary.keep(summary, epoch),
+                }
             };
             let text = if p.table {
                 written.table_text()

@@ -2,13 +2,16 @@
 //! between changes.
 //!
 //! Scripts poll `subagent-status`; between two polls of a large fleet usually nothing changed.
-//! The server keeps the rows it last read, and the answers it wrote from them. Inside
-//! the coordinator's actor, the fleet as it stands now is compared with those rows (borrowed,
-//! field by field, nothing allocated or serialized); when it is equal, the kept text is the
-//! answer. So a kept text is only ever served for exactly the [`FleetSummary`] it was written
-//! from (the table answer is a function of the same rows): correctness does not depend on
-//! knowing which inputs change what.
+//! The server keeps the rows it last read and the answers it wrote from them, with the
+//! registry epoch they were read at (`RuntimeHandle::registry_epoch`: one more after every
+//! input the coordinator applies). While the epoch has not moved, the kept text is the
+//! answer without asking the actor at all. After inputs, the actor compares the fleet as it
+//! stands with the kept rows (borrowed, field by field, nothing allocated or serialized), and
+//! the kept text still answers when they are equal. So a kept text is only ever served for
+//! exactly the [`FleetSummary`] it was written from (the table answer is a function of the
+//! same rows): correctness does not depend on knowing which inputs change what.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use serde_json::value::RawValue;
@@ -28,6 +31,9 @@ pub struct SummaryCache {
 /// for.
 pub struct Written {
     summary: FleetSummary<'static>,
+    /// The registry epoch these rows are known to be the fleet of
+    /// (`RuntimeHandle::registry_epoch`).
+    epoch: AtomicU64,
     /// The summary answer (`status {summary: true}`).
     text: OnceLock<Arc<RawValue>>,
     /// The table answer (`status {table: true}`).
@@ -43,21 +49,36 @@ pub enum Summary {
 }
 
 impl SummaryCache {
-    /// Inside the actor: what was kept, if the fleet (`c`, with `stats`) still is what it was
-    /// read from, else the rows as they stand (owned, to leave the actor).
-    pub fn read(&self, c: &Coordinator, stats: FleetStats) -> Summary {
+    /// Outside the actor: what was kept, if no input was applied since it was read (the
+    /// registry is still at `epoch`). Nothing of the registry is touched: the answer to a
+    /// poll of an unchanged fleet costs no trip through the actor.
+    pub fn fresh(&self, epoch: u64) -> Option<Arc<Written>> {
+        let last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        last.as_ref()
+            .filter(|last| last.epoch.load(Ordering::Acquire) == epoch)
+            .cloned()
+    }
+
+    /// Inside the actor, with the registry at `epoch`: what was kept, if the fleet (`c`,
+    /// with `stats`) still is what it was read from, else the rows as they stand (owned, to
+    /// leave the actor). Inputs that changed nothing a row shows (a streamed text delta)
+    /// keep the answer: the rows are compared field by field.
+    pub fn read(&self, c: &Coordinator, stats: FleetStats, epoch: u64) -> Summary {
         let last = self
             .last
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        if let Some(last) = last
-            && last.summary.parent_id == c.root_id()
-            && last.summary.stats == stats
-            && last.summary.policy == *c.policy()
-            && unchanged(&last.summary.children, c)
-        {
-            return Summary::Unchanged(last);
+        if let Some(last) = last {
+            let same = last.epoch.load(Ordering::Acquire) == epoch
+                || (last.summary.parent_id == c.root_id()
+                    && last.summary.stats == stats
+                    && last.summary.policy == *c.policy()
+                    && unchanged(&last.summary.children, c));
+            if same {
+                last.epoch.store(epoch, Ordering::Release);
+                return Summary::Unchanged(last);
+            }
         }
         let children = c.iter_current().map(|row| current(row).into_owned());
         Summary::Changed(FleetSummary {
@@ -68,10 +89,12 @@ impl SummaryCache {
         })
     }
 
-    /// Outside the actor: keeps a changed answer (its texts are written when asked for).
-    pub fn keep(&self, summary: FleetSummary<'static>) -> Arc<Written> {
+    /// Outside the actor: keeps a changed answer read at `epoch` (its texts are written when
+    /// asked for).
+    pub fn keep(&self, summary: FleetSummary<'static>, epoch: u64) -> Arc<Written> {
         let written = Arc::new(Written {
             summary,
+            epoch: AtomicU64::new(epoch),
             text: OnceLock::new(),
             table: OnceLock::new(),
         });
@@ -81,6 +104,11 @@ impl SummaryCache {
 }
 
 impl Written {
+    /// The scheduling policy the rows were read under.
+    pub fn policy(&self) -> &crate::policy::scheduling::SchedulingPolicy {
+        &self.summary.policy
+    }
+
     /// The summary answer's text.
     pub fn summary_text(&self) -> serde_json::Result<Arc<RawValue>> {
         once(&self.text, || crate::json::to_raw_value(&self.summary))

@@ -25,8 +25,36 @@ use crate::core::{Presence, Role, Status};
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FleetTable<'a> {
     pub parent_id: Uuid,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "rows_with_room")]
     pub rows: Vec<TableRow<'a>>,
+}
+
+/// Rows read into a vector with room for [`ROWS_ROOM`] of them from the start: reserved
+/// memory costs only as it is filled, while growing by doubling copies every row into fresh
+/// pages at each step (a page fault is the largest cost of a one-shot read).
+const ROWS_ROOM: usize = 1024;
+
+fn rows_with_room<'de: 'a, 'a, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<TableRow<'a>>, D::Error> {
+    struct Rows<'a>(std::marker::PhantomData<TableRow<'a>>);
+    impl<'de: 'a, 'a> serde::de::Visitor<'de> for Rows<'a> {
+        type Value = Vec<TableRow<'a>>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an array of table rows")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut rows = Vec::with_capacity(seq.size_hint().unwrap_or(ROWS_ROOM));
+            while let Some(row) = seq.next_element()? {
+                rows.push(row);
+            }
+            Ok(rows)
+        }
+    }
+    deserializer.deserialize_seq(Rows(std::marker::PhantomData))
 }
 
 /// One current generation as the table shows it: a JSON array of these fifteen values, in

@@ -13,7 +13,7 @@ use crate::core::{
 };
 use crate::runtime::actors::ActorRegistry;
 use crate::runtime::backend::{WorkerBackend, WorkerCommand, WorkerDirs, WorkerIdentity};
-use crate::runtime::handle::{Msg, RequestIds, RuntimeError, RuntimeHandle};
+use crate::runtime::handle::{Epoch, Msg, RequestIds, RuntimeError, RuntimeHandle};
 use crate::runtime::{POLICY_POLL, PolicySource, RuntimeConfig, RuntimeEvent, now_ms};
 use crate::store::artifacts;
 use crate::store::event_log::EventLog;
@@ -55,6 +55,8 @@ struct Actor {
     timers: BTreeMap<(Millis, u64), TimerKey>,
     timer_seq: u64,
     ids: RequestIds,
+    /// Advanced after every input the coordinator applies (`RuntimeHandle::registry_epoch`).
+    epoch: Epoch,
     event_log: Option<EventLog>,
     shutdown_waiters: Vec<oneshot::Sender<()>>,
     shutdown_since: Option<Instant>,
@@ -85,11 +87,13 @@ pub(crate) fn spawn(
     let (broadcast, _) = broadcast::channel(4096);
     let actors = ActorRegistry::new();
     let ids = RequestIds::default();
+    let epoch = Epoch::default();
     let handle = RuntimeHandle {
         tx,
         events: broadcast.clone(),
         actors: actors.clone(),
         ids: ids.clone(),
+        epoch: epoch.clone(),
     };
     let actor = Actor {
         coord,
@@ -111,6 +115,7 @@ pub(crate) fn spawn(
         timers: BTreeMap::new(),
         timer_seq: 0,
         ids,
+        epoch,
         event_log,
         shutdown_waiters: Vec::new(),
         shutdown_since: None,
@@ -275,6 +280,8 @@ impl Actor {
 
     fn apply(&mut self, input: Input) {
         let effects = self.coord.handle(input, now_ms());
+        // Before any effect: whoever sees a reply or an event of this input sees its epoch.
+        self.epoch.advance();
         for effect in effects {
             self.execute(effect);
         }

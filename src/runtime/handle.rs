@@ -105,6 +105,23 @@ pub enum RuntimeError {
     Store(String),
 }
 
+/// How many inputs the coordinator has applied: the actor adds one after each input and
+/// before any of its effects (replies, events) go out, so whoever has seen an effect of an
+/// input sees an epoch that counts it. Equal epochs mean an unchanged registry (the actor is
+/// its only writer, and every change is an input).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Epoch(Arc<AtomicU64>);
+
+impl Epoch {
+    pub(crate) fn get(&self) -> u64 {
+        self.0.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn advance(&self) {
+        self.0.fetch_add(1, Ordering::Release);
+    }
+}
+
 /// A foreground call: the admission reply now, the ordered window outcome later. Dropped
 /// before the outcome arrived, it does what the call's [`WhenAbandoned`] says (once the
 /// outcome was sent the call is gone, and a cancellation then changes nothing).
@@ -121,6 +138,7 @@ pub struct RuntimeHandle {
     pub(crate) events: broadcast::Sender<RuntimeEvent>,
     pub(crate) actors: crate::runtime::ActorRegistry,
     pub(crate) ids: RequestIds,
+    pub(crate) epoch: Epoch,
 }
 
 impl RuntimeHandle {
@@ -218,6 +236,21 @@ impl RuntimeHandle {
             })))
             .map_err(|_| RuntimeError::Gone)?;
         rx.await.map_err(|_| RuntimeError::Gone)
+    }
+
+    /// [`RuntimeHandle::query`], given the registry's epoch at the read.
+    pub async fn query_with_epoch<T: Send + 'static>(
+        &self,
+        read: impl FnOnce(&Coordinator, u64) -> T + Send + 'static,
+    ) -> Result<T, RuntimeError> {
+        let epoch = self.epoch.clone();
+        self.query(move |c| read(c, epoch.get())).await
+    }
+
+    /// The registry's epoch now: equal to the epoch of an earlier read when no input was
+    /// applied since (`query_with_epoch`).
+    pub fn registry_epoch(&self) -> u64 {
+        self.epoch.get()
     }
 
     /// The detached snapshot of one generation.
