@@ -9,6 +9,7 @@ pub mod control;
 pub mod core;
 pub mod demo;
 pub mod handoff;
+pub mod install;
 pub mod json;
 pub mod policy;
 pub mod runtime;

@@ -77,22 +77,32 @@ const ATTEMPTS: usize = 4;
 pub fn content_hash() -> &'static str {
     static HASH: OnceLock<String> = OnceLock::new();
     HASH.get_or_init(|| {
-        let mut hasher = Sha256::new();
-        for (name, content) in FILES {
-            // Length-prefixed fields: no two tables hash the same input.
-            hasher.update((name.len() as u64).to_le_bytes());
-            hasher.update(name.as_bytes());
-            hasher.update((content.len() as u64).to_le_bytes());
-            hasher.update(content.as_bytes());
-        }
-        hasher.finalize()[..16]
-            .iter()
-            .fold(String::with_capacity(32), |mut hex, byte| {
-                use std::fmt::Write as _;
-                let _ = write!(hex, "{byte:02x}");
-                hex
-            })
+        hash_files(
+            FILES
+                .iter()
+                .map(|(name, content)| (*name, content.as_bytes())),
+        )
     })
+}
+
+/// The content hash of a table of files, as [`content_hash`] computes it for [`FILES`] (so a
+/// copy on disk read back in the table's order hashes the same exactly when it is the same).
+pub fn hash_files<'a>(files: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> String {
+    let mut hasher = Sha256::new();
+    for (name, content) in files {
+        // Length-prefixed fields: no two tables hash the same input.
+        hasher.update((name.len() as u64).to_le_bytes());
+        hasher.update(name.as_bytes());
+        hasher.update((content.len() as u64).to_le_bytes());
+        hasher.update(content);
+    }
+    hasher.finalize()[..16]
+        .iter()
+        .fold(String::with_capacity(32), |mut hex, byte| {
+            use std::fmt::Write as _;
+            let _ = write!(hex, "{byte:02x}");
+            hex
+        })
 }
 
 /// The absolute path of the installed `index.ts`, installing it on first use (see the module
@@ -129,7 +139,7 @@ pub fn install_into(base: &Path) -> io::Result<PathBuf> {
 }
 
 /// `dir` exists as a directory of ours with mode 0700 (created with parents if missing).
-fn private_dir(dir: &Path) -> io::Result<()> {
+pub fn private_dir(dir: &Path) -> io::Result<()> {
     fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
