@@ -3,18 +3,21 @@
 mod commands;
 mod demo;
 mod demo_live;
+mod doctor;
 mod effective;
 mod embedded;
 pub mod error;
 mod fleet;
 mod handoff;
 mod hub;
+pub mod pi;
 pub mod printer;
 mod profiles;
 mod run;
 mod serve;
 mod status;
 mod watch;
+mod watch_lines;
 
 use std::path::PathBuf;
 
@@ -193,10 +196,25 @@ pub enum Command {
         select: Select,
     },
     /// Follow the fleet live in an inline widget under the prompt (needs a terminal;
-    /// `slate status` is the one-shot table). q, Esc or Ctrl+C leaves.
+    /// `slate status` is the one-shot table). q, Esc or Ctrl+C leaves. With --lines, no
+    /// terminal: the widget's rows as JSON lines, for pi's widget.
     Watch {
         #[command(flatten)]
         select: Select,
+        /// No terminal: write `{"lines": [...]}` (the widget's rows as plain text, at most 12)
+        /// on one line each time the rows change; exit 0 when the coordinator goes away.
+        #[arg(long)]
+        lines: bool,
+        /// The width of the --lines rows, in terminal columns.
+        #[arg(long, requires = "lines", value_name = "N",
+              default_value_t = watch_lines::DEFAULT_WIDTH,
+              value_parser = clap::value_parser!(u16).range(1..=1000))]
+        width: u16,
+    },
+    /// Slate's extension in your own pi: `install`, `uninstall`, `doctor`.
+    Pi {
+        #[command(subcommand)]
+        action: pi::PiAction,
     },
     /// Delegate work: one task from flags, or a request file (`--file`, `-` for stdin).
     Delegate {
@@ -446,7 +464,13 @@ pub fn try_main(printer: &Printer, command: Command) -> Result<ExitCode, Error> 
         Command::Status { target, select } => {
             status::run(printer, &target, select.parent.as_deref())
         }
-        Command::Watch { select } => watch::run(select.parent),
+        Command::Watch {
+            select,
+            lines: true,
+            width,
+        } => watch_lines::run(printer, select.parent, width),
+        Command::Watch { select, .. } => watch::run(select.parent),
+        Command::Pi { action } => pi::run(printer, action),
         Command::Hub {
             select,
             backend,

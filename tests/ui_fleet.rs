@@ -8,7 +8,7 @@ use ratatui::widgets::Widget;
 use ratatui::{Terminal, TerminalOptions, Viewport};
 use serde_json::{Value, json};
 use slate::core::{ChildSnapshot, Status};
-use slate::ui::fleet::{Fleet, FleetView, draw, line_width};
+use slate::ui::fleet::{Fleet, FleetView, draw, line_width, plain_lines};
 use uuid::Uuid;
 
 const NOW: u64 = 1_700_000_100_000;
@@ -525,4 +525,76 @@ fn watch_without_a_terminal_exits_2_and_points_to_status() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("slate status"), "{stderr}");
     assert!(out.stdout.is_empty());
+}
+
+/// `slate watch --lines` (pi's widget): the very rows the inline widget draws, as text.
+#[test]
+fn plain_lines_are_the_widgets_rows_as_text() {
+    assert!(plain_lines(&Fleet::new(), NOW, 100, 12).is_empty());
+    let f = mixed();
+    for width in [1u16, 4, 40, 100, 200] {
+        let lines = plain_lines(&f, NOW, width, 12);
+        let drawn = text(&render(&f, width, 12));
+        let drawn: Vec<&str> = drawn.lines().take(lines.len()).collect();
+        assert_eq!(lines, drawn, "width {width}");
+        assert!(!lines.is_empty() && lines.len() <= 12);
+        for line in &lines {
+            let columns = unicode_width::UnicodeWidthStr::width(line.as_str());
+            assert!(columns <= usize::from(width), "{line:?} wider than {width}");
+            assert_eq!(line.trim_end(), line);
+        }
+    }
+    // The header counts, then one row per generation (queued ones collapsed).
+    let wide = plain_lines(&f, NOW, 200, 12);
+    assert!(
+        wide[0].starts_with("Subagents") && wide[0].contains("2 running"),
+        "{wide:?}"
+    );
+    assert!(
+        wide.iter().any(|l| l.contains("Find the flaky test")),
+        "{wide:?}"
+    );
+}
+
+#[test]
+fn plain_lines_keep_at_most_the_rows_asked_for() {
+    let many: Vec<ChildSnapshot> = (1..=40).map(|n| snap(n, "running", &json!({}))).collect();
+    let f = fleet(many);
+    let lines = plain_lines(&f, NOW, 100, 12);
+    assert_eq!(lines.len(), 12);
+    assert!(lines[11].contains("more"), "{lines:?}");
+}
+
+#[test]
+fn plain_lines_write_a_wide_character_once() {
+    let f = fleet(vec![snap(
+        1,
+        "running",
+        &json!({"assignment": "修复 登录 页面"}),
+    )]);
+    let lines = plain_lines(&f, NOW, 100, 12);
+    assert!(
+        lines.iter().any(|l| l.contains("修复 登录 页面")),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn plain_lines_carry_no_control_of_the_injection_corpus() {
+    for raw in CORPUS {
+        let f = fleet(vec![
+            snap(1, "running", &json!({"assignment": raw, "activity": raw})),
+            snap(2, "failed", &json!({"assignment": raw, "error": raw})),
+        ]);
+        for line in plain_lines(&f, NOW, 200, 12) {
+            assert!(
+                !line.chars().any(|c| c.is_control()
+                    || matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')),
+                "{line:?}"
+            );
+            for leak in ["52;", "]8;", "evil.example", "[2J", "$qm", "[31m"] {
+                assert!(!line.contains(leak), "{leak} leaked: {line}");
+            }
+        }
+    }
 }

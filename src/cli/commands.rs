@@ -295,6 +295,7 @@ pub fn run(printer: &Printer, command: Command) -> Result<ExitCode, Error> {
         | Command::Serve { .. }
         | Command::Status { .. }
         | Command::Watch { .. }
+        | Command::Pi { .. }
         | Command::Handoff { .. } => {
             usage("internal: command routed to the wrong handler".to_owned())
         }

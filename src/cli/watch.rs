@@ -263,7 +263,7 @@ pub fn apply(fleet: &mut Fleet, note: &Notification) -> Applied {
 }
 
 /// The current generations (full snapshots) of the coordinator.
-async fn read_fleet(client: &Client) -> Result<Vec<ChildSnapshot>, String> {
+pub(super) async fn read_fleet(client: &Client) -> Result<Vec<ChildSnapshot>, String> {
     match client
         .request::<method::Status>(&StatusParams::default())
         .await

@@ -20,6 +20,7 @@
 //! ([`finished_line`]) inserted above the inline viewport, where it scrolls away.
 
 mod fit;
+mod plain;
 mod row;
 
 use std::collections::{HashMap, HashSet};
@@ -33,6 +34,7 @@ use uuid::Uuid;
 use crate::core::{ChildRef, ChildSnapshot, Millis, Status};
 
 pub use fit::{fit_spans, line_width, wrap};
+pub use plain::{buffer_rows, plain_lines};
 pub use row::{elapsed, finished_line, stats};
 
 /// The widget's copy of the registry's current generations.

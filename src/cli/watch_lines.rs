@@ -1,0 +1,102 @@
+//! `slate watch --lines [--width N]`: the fleet widget for a host that draws it itself (pi's
+//! widget above its editor, `ctx.ui.setWidget`), with no terminal.
+//!
+//! One JSON line `{"lines": ["…", …]}` on stdout each time the widget's rows change: the same
+//! rows from the same renderer as `slate watch` ([`plain_lines`]: the inline widget's
+//! [`FleetView`](crate::ui::fleet::FleetView) rendered into a buffer and read back as text),
+//! at most 12, `{"lines": []}` while the registry is empty. The first line is written at once;
+//! after that nothing is written while nothing changes: a notification that leaves the rows
+//! as they were writes nothing, and the 1 s tick (which moves a running row's elapsed time)
+//! runs only while a shown row is still counting. The command ends with exit 0 when the
+//! coordinator shuts down or its connection closes, and quietly when stdout is closed.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::cli::fleet::{block_on, connect};
+use crate::cli::watch::{Applied, apply, read_fleet};
+use crate::cli::{Error, ExitCode, Printer};
+use crate::text::SafeText;
+use crate::ui::fleet::{Fleet, FleetView, plain_lines};
+
+/// At most this many rows (as the inline viewport).
+pub const MAX_ROWS: u16 = 12;
+/// `--width` when not given.
+pub const DEFAULT_WIDTH: u16 = 100;
+
+/// One document of the stream.
+#[derive(Debug, Serialize)]
+pub struct WidgetLines<'a> {
+    pub lines: &'a [String],
+}
+
+/// `slate watch --lines`.
+pub fn run(printer: &Printer, parent: Option<String>, width: u16) -> Result<ExitCode, Error> {
+    block_on(async move {
+        let client = connect(parent).await?;
+        let unreachable = |e: String| Error::NoCoordinator(e);
+        // Subscribed before the first read, so no change in between is missed.
+        let mut events = client
+            .subscribe()
+            .await
+            .map_err(|e| unreachable(SafeText::line(&e.to_string()).into_string()))?;
+        let mut fleet = Fleet::new();
+        fleet.replace(read_fleet(&client).await.map_err(unreachable)?);
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut shown: Option<Vec<String>> = None;
+        loop {
+            let now = crate::runtime::now_ms();
+            let lines = plain_lines(&fleet, now, width, MAX_ROWS);
+            if shown.as_ref() != Some(&lines) {
+                printer.value(&WidgetLines { lines: &lines })?;
+                shown = Some(lines);
+            }
+            let ticking = FleetView::new(&fleet, now).ticking(MAX_ROWS);
+            let first = tokio::select! {
+                note = events.next() => Some(note),
+                _ = tick.tick(), if ticking => None,
+            };
+            // Drain everything already pending, then render once.
+            let mut notes = Vec::new();
+            if let Some(note) = first {
+                notes.push(note);
+            }
+            while let Ok(note) = tokio::time::timeout(Duration::ZERO, events.next()).await {
+                let closed = note.is_none();
+                notes.push(note);
+                if closed {
+                    break;
+                }
+            }
+            let mut refresh = false;
+            for note in notes {
+                let Some(note) = note else {
+                    return Ok(ExitCode::Ok); // the coordinator went away
+                };
+                match apply(&mut fleet, &note) {
+                    Applied::Changed | Applied::Ignored => {}
+                    Applied::Refresh => refresh = true,
+                    Applied::Shutdown => return Ok(ExitCode::Ok),
+                }
+            }
+            if refresh {
+                match read_fleet(&client).await {
+                    Ok(all) => fleet.replace(all),
+                    Err(message) => {
+                        // Lagged, and then the read failed: gone (exit 0) if the connection
+                        // closes now, otherwise a real failure.
+                        let closing = tokio::time::timeout(Duration::from_secs(1), async {
+                            while events.next().await.is_some() {}
+                        });
+                        return match closing.await {
+                            Ok(()) => Ok(ExitCode::Ok),
+                            Err(_) => Err(Error::Failed(message)),
+                        };
+                    }
+                }
+            }
+        }
+    })
+}
