@@ -1,0 +1,281 @@
+//! `slate pi install` / `uninstall` against real pi 1.6 with a private agent dir
+//! (`PI_CODING_AGENT_DIR`): after install, pi started with no `-e` loads Slate's extension from
+//! its settings; `pi -ne` (how Slate starts workers) does not; after uninstall the settings
+//! file is byte for byte what it was and pi loads nothing of Slate's.
+//!
+//! The extension is loaded in its worker role (a capability on descriptor 3, a fake
+//! coordinator on `SLATE_SOCKET`, as `tests/pi_extension.rs` does): the extension's hello and
+//! request guard reaching the fake coordinator are the proof that pi loaded it. Without a
+//! worker identity, [`without_identity`] accepts what the installed extension does then: the
+//! worker-only extension makes pi exit 1 naming `SLATE_CAPABILITY_FD` (fail closed), an
+//! extension with the main-session role registers commands that `get_commands` lists from the
+//! installed directory. Without pi these tests print `SKIPPED` and pass, except under
+//! `CI=true` (see `tests/support/pi_env.rs`).
+
+#![allow(clippy::unwrap_used, reason = "test fixtures fail loudly")]
+
+#[path = "support/fake_coordinator.rs"]
+mod fake_coordinator;
+#[path = "support/fake_llm.rs"]
+mod fake_llm;
+#[path = "support/pi_env.rs"]
+mod pi_env;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use fake_coordinator::{FakeCoordinator, allow_all};
+use fake_llm::FakeLlm;
+use pi_env::{PiCommand, PiSandbox, RpcPi};
+use serde_json::{Value, json};
+
+const TIMEOUT: Duration = Duration::from_secs(90);
+const CAPABILITY: &str = "5a7e0000c0ffee11deadbeef22aa33bb44cc55dd66ee77ff8899aabbccddeeff";
+const CLIENT: &str = concat!("slate-pi-extension ", env!("CARGO_PKG_VERSION"));
+
+struct Fixture {
+    pi: PiCommand,
+    sandbox: PiSandbox,
+    llm: FakeLlm,
+    data: PathBuf,
+}
+
+impl Fixture {
+    fn new(test: &str) -> Option<Self> {
+        let pi = pi_env::pi_or_skip(test)?;
+        let llm = FakeLlm::start().unwrap();
+        let sandbox = PiSandbox::new(test, &llm.base_url()).unwrap();
+        let data = sandbox.root().join("data");
+        Some(Self {
+            pi,
+            sandbox,
+            llm,
+            data,
+        })
+    }
+
+    fn settings(&self) -> PathBuf {
+        self.sandbox.agent_dir.join("settings.json")
+    }
+
+    fn extension_dir(&self) -> PathBuf {
+        self.data.join("slate/pi-extension")
+    }
+
+    /// `slate <args>` with the sandbox's home, agent dir and a private data dir.
+    fn slate(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_slate"))
+            .args(args)
+            .current_dir(&self.sandbox.work)
+            .env("HOME", &self.sandbox.home)
+            .env("PI_CODING_AGENT_DIR", &self.sandbox.agent_dir)
+            .env("XDG_DATA_HOME", &self.data)
+            .env("XDG_RUNTIME_DIR", self.sandbox.root().join("run"))
+            .env_remove("SLATE_SOCKET")
+            .output()
+            .unwrap()
+    }
+
+    fn slate_ok(&self, args: &[&str]) -> String {
+        let out = self.slate(args);
+        assert!(
+            out.status.success(),
+            "slate {args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// pi in RPC mode with no `-e`: only what its settings name is loaded. With `identity`,
+    /// as a Slate worker would be (capability on descriptor 3, the socket in `SLATE_SOCKET`).
+    fn pi(&self, extra: &[&str], identity: Option<&Path>) -> RpcPi {
+        let mut args = vec!["--mode", "rpc", "--no-session", "--no-mcp"];
+        args.extend_from_slice(extra);
+        let mut command = match identity {
+            Some(socket) => {
+                let mut c = self
+                    .sandbox
+                    .command(&self.pi.with_first_stdin_line_on_fd3(), &args);
+                c.env("SLATE_CAPABILITY_FD", "3")
+                    .env("SLATE_SOCKET", socket);
+                c
+            }
+            None => {
+                let mut c = self.sandbox.command(&self.pi, &args);
+                c.env_remove("SLATE_CAPABILITY_FD")
+                    .env_remove("SLATE_SOCKET");
+                c
+            }
+        };
+        command.env_remove("SLATE_CAPABILITY");
+        let mut pi = RpcPi::spawn_command(&self.sandbox, command).unwrap();
+        if identity.is_some() {
+            pi.write_line(CAPABILITY).unwrap();
+        }
+        pi
+    }
+
+    /// pi's commands from `get_commands`, or `None` when pi exited first.
+    fn commands(pi: &mut RpcPi) -> Option<Vec<Value>> {
+        pi.send(&json!({"id": "c1", "type": "get_commands"})).ok()?;
+        let response = pi
+            .read_until(TIMEOUT, |r| r["type"] == "response" && r["id"] == "c1")
+            .ok()?;
+        assert_eq!(response["success"], true, "{response}");
+        Some(response["data"]["commands"].as_array().unwrap().clone())
+    }
+
+    /// What pi does with the installed extension and no worker identity (see the module docs).
+    fn without_identity(&self) -> LoadedAs {
+        let mut pi = self.pi(&[], None);
+        let commands = Self::commands(&mut pi);
+        let dir = self.extension_dir();
+        match commands {
+            Some(commands) => {
+                let ours: Vec<String> = commands
+                    .iter()
+                    .filter(|c| {
+                        c["sourceInfo"]["path"]
+                            .as_str()
+                            .is_some_and(|p| Path::new(p).starts_with(&dir))
+                    })
+                    .map(|c| c["name"].as_str().unwrap_or_default().to_owned())
+                    .collect();
+                pi.close_stdin();
+                let _ = pi.wait_exit(TIMEOUT);
+                LoadedAs::Commands(ours)
+            }
+            None => {
+                let status = pi.wait_exit(TIMEOUT).unwrap().expect("pi exits");
+                LoadedAs::FailedClosed(status.code(), pi.stderr_text())
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+enum LoadedAs {
+    /// pi runs; the names of the commands it has from the installed directory.
+    Commands(Vec<String>),
+    /// pi exited at startup: its code and stderr.
+    FailedClosed(Option<i32>, String),
+}
+
+fn assert_loaded(loaded: &LoadedAs) {
+    match loaded {
+        LoadedAs::Commands(ours) => assert!(
+            !ours.is_empty(),
+            "pi runs but lists no command of the installed extension"
+        ),
+        LoadedAs::FailedClosed(code, stderr) => {
+            assert_eq!(*code, Some(1), "{stderr}");
+            assert!(
+                stderr.contains("Slate worker extension: SLATE_CAPABILITY_FD is not set"),
+                "{stderr}"
+            );
+        }
+    }
+}
+
+#[test]
+fn pi_loads_the_installed_extension_and_uninstall_restores_its_settings() {
+    let Some(f) = Fixture::new("install-real") else {
+        return;
+    };
+    let before = std::fs::read(f.settings()).unwrap();
+    // Before install pi has nothing of Slate's.
+    assert!(matches!(f.without_identity(), LoadedAs::Commands(ours) if ours.is_empty()));
+
+    let text = f.slate_ok(&["pi", "install"]);
+    assert!(text.contains("added \"extensions\" entry"), "{text}");
+    let settings: Value = serde_json::from_slice(&std::fs::read(f.settings()).unwrap()).unwrap();
+    assert_eq!(
+        settings["extensions"],
+        json!([f.extension_dir().to_str().unwrap()])
+    );
+    assert_eq!(settings["defaultProvider"], "fake", "the rest is kept");
+
+    // As a worker: pi loads the extension from its settings (no -e) and the extension speaks
+    // to the coordinator before the model request.
+    let coordinator = FakeCoordinator::start(f.sandbox.root(), CAPABILITY, allow_all).unwrap();
+    let mut pi = f.pi(&[], Some(coordinator.path()));
+    pi.send(&json!({"id": "p1", "type": "prompt", "message": "SCENARIO:TEXT"}))
+        .unwrap();
+    if let Err(e) = pi.read_until_type("agent_settled", TIMEOUT) {
+        panic!("no agent_settled ({e:?}): {}", pi.stderr_text());
+    }
+    let hellos = coordinator.params_of("hello");
+    assert_eq!(hellos.len(), 1, "{:?}", coordinator.log());
+    assert_eq!(hellos[0]["client"], CLIENT);
+    assert_eq!(hellos[0]["capability"], CAPABILITY);
+    assert!(
+        !coordinator.params_of("guard").is_empty(),
+        "the request guard asked"
+    );
+    assert_eq!(f.llm.request_count(), 1);
+    pi.close_stdin();
+    assert_eq!(pi.wait_exit(TIMEOUT).unwrap().unwrap().code(), Some(0));
+
+    // Slate starts its workers with -ne: the installed copy is not loaded beside theirs.
+    let mut plain = f.pi(&["-ne"], None);
+    assert_eq!(Fixture::commands(&mut plain), Some(Vec::new()));
+    plain.close_stdin();
+    let _ = plain.wait_exit(TIMEOUT);
+
+    // Without a worker identity: whichever role the installed extension has, pi loaded it.
+    assert_loaded(&f.without_identity());
+
+    let text = f.slate_ok(&["pi", "uninstall"]);
+    assert!(text.contains("restored, byte for byte"), "{text}");
+    assert_eq!(std::fs::read(f.settings()).unwrap(), before);
+    assert!(!f.extension_dir().exists());
+    assert!(matches!(f.without_identity(), LoadedAs::Commands(ours) if ours.is_empty()));
+    assert_eq!(f.sandbox.leftover_processes(), Vec::<u32>::new());
+}
+
+#[test]
+fn a_project_install_loads_in_a_trusted_project_only() {
+    let Some(f) = Fixture::new("install-real-project") else {
+        return;
+    };
+    let text = f.slate_ok(&["pi", "install", "--project"]);
+    assert!(
+        text.contains("created, with \"extensions\" entry"),
+        "{text}"
+    );
+    let project = f.sandbox.work.join(".pi/settings.json");
+    assert!(project.is_file());
+
+    let coordinator = FakeCoordinator::start(f.sandbox.root(), CAPABILITY, allow_all).unwrap();
+    // The template's `defaultProjectTrust` is `never`: untrusted, the project's settings are
+    // not read and the extension does not load.
+    let mut untrusted = f.pi(&[], None);
+    let commands = Fixture::commands(&mut untrusted).expect("pi runs without the extension");
+    assert!(
+        commands.iter().all(|c| !c["sourceInfo"]["path"]
+            .as_str()
+            .is_some_and(|p| p.contains("pi-extension"))),
+        "{commands:?}"
+    );
+    untrusted.close_stdin();
+    let _ = untrusted.wait_exit(TIMEOUT);
+    // Trusted for this run (`--approve`), it loads.
+    let mut trusted = f.pi(&["--approve"], Some(coordinator.path()));
+    trusted
+        .send(&json!({"id": "p1", "type": "prompt", "message": "SCENARIO:TEXT"}))
+        .unwrap();
+    trusted.read_until_type("agent_settled", TIMEOUT).unwrap();
+    assert_eq!(coordinator.params_of("hello").len(), 1);
+    trusted.close_stdin();
+    let _ = trusted.wait_exit(TIMEOUT);
+
+    let text = f.slate_ok(&["pi", "uninstall", "--project"]);
+    assert!(
+        text.contains("removed (`slate pi install` had created it)"),
+        "{text}"
+    );
+    assert!(!f.sandbox.work.join(".pi").exists());
+    assert!(!f.extension_dir().exists());
+}
