@@ -7,7 +7,7 @@
 //! at most 12, `{"lines": []}` while the registry is empty. The first line is written at once;
 //! after that nothing is written while nothing changes: a notification that leaves the rows
 //! as they were writes nothing, and the 1 s tick (which moves a running row's elapsed time)
-//! runs only while a shown row is still counting. The command ends with exit 0 when the
+//! runs only while a shown row is still counting, one second after the last document. The command ends with exit 0 when the
 //! coordinator shuts down or its connection closes, and quietly when stdout is closed.
 
 use std::time::Duration;
@@ -52,6 +52,9 @@ pub fn run(printer: &Printer, parent: Option<String>, width: u16) -> Result<Exit
             if shown.as_ref() != Some(&lines) {
                 printer.value(&WidgetLines { lines: &lines })?;
                 shown = Some(lines);
+                // The next tick a full second after this document, whatever caused it: the
+                // elapsed time never moves twice within a second.
+                tick.reset();
             }
             let ticking = FleetView::new(&fleet, now).ticking(MAX_ROWS);
             let first = tokio::select! {
