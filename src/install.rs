@@ -266,16 +266,15 @@ pub fn uninstall(
     };
     let current = Settings::read(settings_path)?;
     let (settings_change, created_dirs) = match (&current.text, &record) {
-        (Some(text), Some(r)) if *text == r.after && r.entry == entry => match &r.before {
-            Some(before) => {
+        (Some(text), Some(r)) if *text == r.after && r.entry == entry => {
+            if let Some(before) = &r.before {
                 settings::write(settings_path, before)?;
                 (SettingsRemoved::Restored, Vec::new())
-            }
-            None => {
+            } else {
                 settings::remove(settings_path, &[])?;
                 (SettingsRemoved::Removed, r.created_dirs.clone())
             }
-        },
+        }
         (Some(_), _) => match current.without_entry(&entry) {
             Some(text) => {
                 settings::write(settings_path, &text)?;

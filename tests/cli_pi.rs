@@ -100,7 +100,7 @@ fn verdict(report: &Value, name: &str) -> (String, String) {
         .as_array()
         .unwrap()
         .iter()
-        .find(|c| c["check"] == name)
+        .find(|c| c["name"] == name)
         .unwrap_or_else(|| panic!("no {name} check: {report}"));
     (
         check["verdict"].as_str().unwrap().to_owned(),

@@ -61,12 +61,10 @@ impl Fixture {
             .spawn()
             .unwrap();
         let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
-        f.parent = lines
-            .next()
-            .unwrap()
-            .unwrap()
+        let first = lines.next().unwrap().unwrap();
+        first
             .trim_start_matches("slate serve: parent ")
-            .to_owned();
+            .clone_into(&mut f.parent);
         std::thread::spawn(move || for _ in lines {});
         f.server = Some(server);
         f

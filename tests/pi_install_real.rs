@@ -93,21 +93,18 @@ impl Fixture {
     fn pi(&self, extra: &[&str], identity: Option<&Path>) -> RpcPi {
         let mut args = vec!["--mode", "rpc", "--no-session", "--no-mcp"];
         args.extend_from_slice(extra);
-        let mut command = match identity {
-            Some(socket) => {
-                let mut c = self
-                    .sandbox
-                    .command(&self.pi.with_first_stdin_line_on_fd3(), &args);
-                c.env("SLATE_CAPABILITY_FD", "3")
-                    .env("SLATE_SOCKET", socket);
-                c
-            }
-            None => {
-                let mut c = self.sandbox.command(&self.pi, &args);
-                c.env_remove("SLATE_CAPABILITY_FD")
-                    .env_remove("SLATE_SOCKET");
-                c
-            }
+        let mut command = if let Some(socket) = identity {
+            let mut c = self
+                .sandbox
+                .command(&self.pi.with_first_stdin_line_on_fd3(), &args);
+            c.env("SLATE_CAPABILITY_FD", "3")
+                .env("SLATE_SOCKET", socket);
+            c
+        } else {
+            let mut c = self.sandbox.command(&self.pi, &args);
+            c.env_remove("SLATE_CAPABILITY_FD")
+                .env_remove("SLATE_SOCKET");
+            c
         };
         command.env_remove("SLATE_CAPABILITY");
         let mut pi = RpcPi::spawn_command(&self.sandbox, command).unwrap();
@@ -132,26 +129,22 @@ impl Fixture {
         let mut pi = self.pi(&[], None);
         let commands = Self::commands(&mut pi);
         let dir = self.extension_dir();
-        match commands {
-            Some(commands) => {
-                let ours: Vec<String> = commands
-                    .iter()
-                    .filter(|c| {
-                        c["sourceInfo"]["path"]
-                            .as_str()
-                            .is_some_and(|p| Path::new(p).starts_with(&dir))
-                    })
-                    .map(|c| c["name"].as_str().unwrap_or_default().to_owned())
-                    .collect();
-                pi.close_stdin();
-                let _ = pi.wait_exit(TIMEOUT);
-                LoadedAs::Commands(ours)
-            }
-            None => {
-                let status = pi.wait_exit(TIMEOUT).unwrap().expect("pi exits");
-                LoadedAs::FailedClosed(status.code(), pi.stderr_text())
-            }
-        }
+        let Some(commands) = commands else {
+            let status = pi.wait_exit(TIMEOUT).unwrap().expect("pi exits");
+            return LoadedAs::FailedClosed(status.code(), pi.stderr_text());
+        };
+        let ours: Vec<String> = commands
+            .iter()
+            .filter(|c| {
+                c["sourceInfo"]["path"]
+                    .as_str()
+                    .is_some_and(|p| Path::new(p).starts_with(&dir))
+            })
+            .map(|c| c["name"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        pi.close_stdin();
+        let _ = pi.wait_exit(TIMEOUT);
+        LoadedAs::Commands(ours)
     }
 }
 

@@ -47,7 +47,7 @@ impl Verdict {
 #[serde(rename_all = "camelCase")]
 pub struct Check {
     /// `pi`, `user`, `project`, `files`, `binary`, `coordinator`.
-    pub check: &'static str,
+    pub name: &'static str,
     pub verdict: Verdict,
     pub detail: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -55,27 +55,27 @@ pub struct Check {
 }
 
 impl Check {
-    fn ok(check: &'static str, detail: impl Into<String>) -> Self {
+    fn ok(name: &'static str, detail: impl Into<String>) -> Self {
         Self {
-            check,
+            name,
             verdict: Verdict::Ok,
             detail: detail.into(),
             fix: None,
         }
     }
 
-    fn note(check: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Self {
+    fn note(name: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Self {
         Self {
-            check,
+            name,
             verdict: Verdict::Note,
             detail: detail.into(),
             fix: Some(fix.into()),
         }
     }
 
-    fn problem(check: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Self {
+    fn problem(name: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Self {
         Self {
-            check,
+            name,
             verdict: Verdict::Problem,
             detail: detail.into(),
             fix: Some(fix.into()),
@@ -130,7 +130,7 @@ pub fn text(report: &DoctorReport) -> String {
             out,
             "{:<8} {:<12} {}",
             c.verdict.as_str(),
-            c.check,
+            c.name,
             SafeText::line(&c.detail)
         );
         if let Some(fix) = &c.fix {

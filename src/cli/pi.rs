@@ -15,7 +15,7 @@ use crate::install::{
 };
 use crate::text::SafeText;
 
-#[derive(Debug, Subcommand)]
+#[derive(Clone, Copy, Debug, Subcommand)]
 pub enum PiAction {
     /// Install Slate's extension into pi: its files into Slate's data dir and that directory
     /// into pi's settings `extensions` (user settings, or this project's `.pi/settings.json`

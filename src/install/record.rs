@@ -178,7 +178,7 @@ mod tests {
         assert_eq!(records.settings_files(), [a.clone(), b.clone()]);
         records.remove(&a).unwrap();
         assert_eq!(records.load(&a), Ok(None));
-        assert_eq!(records.settings_files(), [b.clone()]);
+        assert_eq!(records.settings_files(), std::slice::from_ref(&b));
         records.remove(&b).unwrap();
         assert!(!temp.path().join("pi-install").exists());
     }

@@ -181,48 +181,42 @@ impl Settings {
         let mut out = String::with_capacity(text.len() + quoted.len() + 32);
         if let Some(member) = members.iter().find(|m| m.key == EXTENSIONS) {
             let elements = array_elements(text, member.value.clone());
-            match (elements.first(), elements.last()) {
-                (Some((first, _)), Some((last, _))) => {
-                    // After the last element, separated as the first one is from `[`.
-                    let lead = &text[member.value.start + 1..first.start];
-                    let lead = if lead.is_empty() { " " } else { lead };
-                    out.push_str(&text[..last.end]);
-                    out.push(',');
-                    out.push_str(lead);
-                    out.push_str(&quoted);
-                    out.push_str(&text[last.end..]);
-                }
-                _ => {
-                    out.push_str(&text[..=member.value.start]);
-                    out.push_str(&quoted);
-                    out.push_str(&text[member.value.end - 1..]);
-                }
+            if let (Some((first, _)), Some((last, _))) = (elements.first(), elements.last()) {
+                // After the last element, separated as the first one is from `[`.
+                let lead = &text[member.value.start + 1..first.start];
+                let lead = if lead.is_empty() { " " } else { lead };
+                out.push_str(&text[..last.end]);
+                out.push(',');
+                out.push_str(lead);
+                out.push_str(&quoted);
+                out.push_str(&text[last.end..]);
+            } else {
+                out.push_str(&text[..=member.value.start]);
+                out.push_str(&quoted);
+                out.push_str(&text[member.value.end - 1..]);
             }
             return out;
         }
         let entry_member = format!("\"{EXTENSIONS}\": [{quoted}]");
-        match (members.first(), members.last()) {
-            (Some(first), Some(last)) => {
-                let lead = &text[span.start + 1..first.span.start];
-                let lead = if lead.is_empty() { " " } else { lead };
-                out.push_str(&text[..last.span.end]);
-                out.push(',');
-                out.push_str(lead);
+        if let (Some(first), Some(last)) = (members.first(), members.last()) {
+            let lead = &text[span.start + 1..first.span.start];
+            let lead = if lead.is_empty() { " " } else { lead };
+            out.push_str(&text[..last.span.end]);
+            out.push(',');
+            out.push_str(lead);
+            out.push_str(&entry_member);
+            out.push_str(&text[last.span.end..]);
+        } else {
+            let inner = &text[span.start + 1..span.end - 1];
+            out.push_str(&text[..=span.start]);
+            if inner.contains('\n') {
+                out.push_str("\n  ");
                 out.push_str(&entry_member);
-                out.push_str(&text[last.span.end..]);
+                out.push('\n');
+            } else {
+                out.push_str(&entry_member);
             }
-            _ => {
-                let inner = &text[span.start + 1..span.end - 1];
-                out.push_str(&text[..=span.start]);
-                if inner.contains('\n') {
-                    out.push_str("\n  ");
-                    out.push_str(&entry_member);
-                    out.push('\n');
-                } else {
-                    out.push_str(&entry_member);
-                }
-                out.push_str(&text[span.end - 1..]);
-            }
+            out.push_str(&text[span.end - 1..]);
         }
         out
     }
@@ -232,10 +226,7 @@ impl Settings {
     pub fn without_entry(&self, entry: &str) -> Option<String> {
         let mut text = self.text.clone()?;
         let mut removed = false;
-        loop {
-            let Some((container, elements, index)) = first_entry(&text, entry) else {
-                break;
-            };
+        while let Some((container, elements, index)) = first_entry(&text, entry) {
             let this = elements[index].clone();
             let cut = if elements.len() == 1 {
                 container.start + 1..container.end - 1

@@ -63,7 +63,7 @@ fn a_fresh_install_creates_the_settings_and_uninstall_removes_all_of_it() {
     assert!(first.changed);
     assert!(first.files.iter().all(|x| x.change == FileChange::Written));
     assert_eq!(first.entry, f.layout.extension_dir().to_str().unwrap());
-    assert_eq!(extensions(&settings), [first.entry.clone()]);
+    assert_eq!(extensions(&settings), std::slice::from_ref(&first.entry));
     assert!(f.layout.extension_dir().join("index.ts").is_file());
     assert!(!settings.with_extension("json.lock").exists());
 
@@ -217,7 +217,7 @@ fn the_directory_stays_while_another_scope_uses_it() {
     let gone = uninstall(&f.layout, Scope::Project, &project).unwrap();
     assert_eq!(gone.settings_change, SettingsRemoved::Removed);
     assert_eq!(gone.directory_change, DirectoryRemoved::Kept);
-    assert_eq!(gone.kept_for, [user.clone()]);
+    assert_eq!(gone.kept_for, std::slice::from_ref(&user));
     assert!(f.layout.extension_dir().is_dir());
     assert!(!f.root.join("work/.pi").exists());
     let last = f.uninstall(&user);
