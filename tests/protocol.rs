@@ -582,13 +582,16 @@ fn request() -> impl Strategy<Value = Request> {
                 })
             ),
         Just(Request::Subscribe(NoParams {})),
-        (maybe_target(), any::<bool>(), any::<bool>()).prop_map(|(target, summary, table)| {
-            Request::Status(StatusParams {
-                target,
-                summary,
-                table,
-            })
-        }),
+        (maybe_target(), any::<bool>(), any::<bool>(), any::<bool>()).prop_map(
+            |(target, summary, table, text)| {
+                Request::Status(StatusParams {
+                    target,
+                    summary,
+                    table,
+                    text,
+                })
+            }
+        ),
         Just(Request::Agents(NoParams {})),
         (text(), proptest::option::of(any::<bool>())).prop_map(|(assignment, background)| {
             Request::Delegate(DelegateParams {

@@ -22,7 +22,7 @@ use uuid::Uuid;
 
 use crate::control::protocol::ControlError;
 use crate::control::summary::FleetSummary;
-use crate::control::table::FleetTable;
+use crate::control::table::{FleetTable, FleetText};
 use crate::core::{
     AgentPresence, ChildRef, ChildSnapshot, MessageId, MessageMode, RegistryEvent, Reply,
     StatusView, SubmitStatus, WindowOutcome,
@@ -255,6 +255,10 @@ pub struct StatusParams {
     /// The fleet table's compact rows instead (ignored with a target; over `summary`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub table: bool,
+    /// The fleet table as text, exactly as `slate status` prints it (ignored with a target;
+    /// over `table` and `summary`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub text: bool,
 }
 
 /// `delegate`.
@@ -433,6 +437,8 @@ pub enum StatusResult {
     Summary(#[serde(deserialize_with = "FleetSummary::deserialize_owned")] FleetSummary<'static>),
     /// With `table: true`: the table's compact rows.
     Table(#[serde(deserialize_with = "FleetTable::deserialize_owned")] FleetTable<'static>),
+    /// With `text: true`: the table as `slate status` prints it.
+    Text(#[serde(deserialize_with = "FleetText::deserialize_owned")] FleetText<'static>),
 }
 
 /// A foreground `delegate`: the admission, then the drained window.

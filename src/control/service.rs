@@ -274,7 +274,7 @@ impl Service {
             let view = self.rt.query(move |c| c.status(r)).await??;
             return raw(&StatusResult::Generation(Box::new(view)));
         }
-        if p.summary || p.table {
+        if p.summary || p.table || p.text {
             // No input since the last answer, and a read would not apply a new scheduling
             // policy (`Actor::refresh_policy`): that answer again, without the actor.
             let fresh = self
@@ -296,7 +296,9 @@ impl Service {
                     Summary::Changed(summary) => self.summary.keep(summary, epoch),
                 }
             };
-            let text = if p.table {
+            let text = if p.text {
+                written.rendered_text(crate::runtime::now_ms())
+            } else if p.table {
                 written.table_text()
             } else {
                 written.summary_text()
