@@ -399,6 +399,25 @@ pub struct ShutdownResult {
     pub shutting_down: bool,
 }
 
+/// `hostExtensions`: the extension load units the host pi session has loaded (Slate's
+/// extension in the main session reports them once, from pi's tool provenance).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HostExtensionsParams {
+    pub units: Vec<crate::policy::host_extensions::HostUnit>,
+}
+
+/// What every worker of this session loads besides Slate's own extension, what a
+/// `workerExtensions` pattern matched but is withheld (with the reason), and the doctrine line
+/// for the main session's system prompt (`null` when nothing is selected).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HostExtensionsResult {
+    #[serde(flatten)]
+    pub selection: crate::policy::host_extensions::Selection,
+    pub doctrine: Option<String>,
+}
+
 /// The coordinator's counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -624,6 +643,8 @@ methods! {
     Profiles = "profiles", NoParams => ProfilesResult;
     Policy = "policy", NoParams => SchedulingPolicy;
     Shutdown = "shutdown", NoParams => ShutdownResult;
+    /// Root-only, once per session: selects the host extensions every worker loads too.
+    HostExtensions = "hostExtensions", HostExtensionsParams => HostExtensionsResult;
     /// Child-only: before a model request, compaction or tool execution of the caller.
     Guard = "guard", GuardParams => GuardResult;
     /// Child-only: one structured-result attempt of the caller (`submit_result`).
