@@ -1036,7 +1036,10 @@ fn from_pi_claims_the_kickoff_and_leaves_the_message_to_pi() {
     // Without --from-pi there is no claimedKickoff member.
     let plain = env.ctx(Some(&succ.path), &ExactSelectionGate, &NoProbe, &untrusted);
     let again = run::handoff(&plain, None, Some("next"), Fleet::none("test")).unwrap();
-    assert_eq!(serde_json::to_value(&again).unwrap().get("claimedKickoff"), None);
+    assert_eq!(
+        serde_json::to_value(&again).unwrap().get("claimedKickoff"),
+        None
+    );
 }
 
 #[test]

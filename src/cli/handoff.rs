@@ -61,9 +61,7 @@ fn with_context<T>(target: Target, body: impl FnOnce(&Context<'_>) -> T) -> Resu
     let probe = if from_pi {
         // The extension runs `slate` directly (no shell), so the parent is that pi.
         let host = u32::try_from(nix::unistd::getppid().as_raw()).unwrap_or(0);
-        ProcScan::default()
-            .with_host(host)
-            .map_err(Error::Usage)?
+        ProcScan::default().with_host(host).map_err(Error::Usage)?
     } else {
         ProcScan::default()
     };

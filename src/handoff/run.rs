@@ -449,9 +449,11 @@ pub fn resume(
     let args = super::gate::ModelChoice { model, effort };
     let plan =
         rules::plan_resume(&view, &args, ctx.gate, trusted).map_err(|r| refusal(&view, r))?;
-    let applied = apply_resume(&mut s, &plan, ctx.now_ms, ctx.host_sends_kickoff).map_err(|e| HandoffError::Refused {
-        what: format!("the unpaused state could not be saved, so the pause stays: {e}"),
-        problems: Vec::new(),
+    let applied = apply_resume(&mut s, &plan, ctx.now_ms, ctx.host_sends_kickoff).map_err(|e| {
+        HandoffError::Refused {
+            what: format!("the unpaused state could not be saved, so the pause stays: {e}"),
+            problems: Vec::new(),
+        }
     })?;
     Ok(ResumeReport {
         session_id: s.header.id.clone(),
