@@ -100,7 +100,11 @@ export function mainSession(pi: ExtensionAPI, options: MainSessionOptions): void
 				return { ok: true, runtime: rt };
 			},
 			(error: Error): Started => {
-				ctx.ui.notify(`Slate could not start its coordinator: ${error.message}`, "error");
+				try {
+					ctx.ui.notify(`Slate could not start its coordinator: ${error.message}`, "error");
+				} catch {
+					// The session was replaced meanwhile; the tools still answer with the reason.
+				}
 				return { ok: false, reason: error.message };
 			},
 		);
