@@ -20,6 +20,7 @@ import { cliRunner, type RunCli } from "./cli.ts";
 import { registerCommands } from "./commands.ts";
 import type { Send } from "./delivery.ts";
 import { registerHandoff } from "./handoff.ts";
+import { registerHostExtensions } from "./host_extensions.ts";
 import type { InstallationResult } from "./install.ts";
 import { registerReservation } from "./reservation.ts";
 import { registerRootTools } from "./root_tools.ts";
@@ -123,6 +124,10 @@ export function mainSession(pi: ExtensionAPI, options: MainSessionOptions): void
 	registerReservation(pi, async () => {
 		const s = await started;
 		return s.ok ? { ok: true, client: s.runtime.client } : { ok: false, reason: s.reason };
+	});
+	registerHostExtensions(pi, async () => {
+		const s = await started;
+		return s.ok ? s.runtime.client : undefined;
 	});
 	registerRootTools(pi, runtime);
 	registerSubagent(pi, runtime);

@@ -125,6 +125,24 @@ export interface DelegateParams {
 export type PassThrough = Record<string, unknown>;
 
 /** Every method the extension calls: name → params and result. */
+/** One extension load unit the host session loaded, from pi's tool provenance. */
+export interface HostUnit {
+	source: string;
+	path: string;
+	tools: { name: string; path: string }[];
+}
+
+export interface HostExtensionsParams {
+	units: HostUnit[];
+}
+
+/** What every worker loads too (`workerExtensions`), what is withheld and why, the doctrine. */
+export interface HostExtensionsResult {
+	selected: { source: string; path: string; tools: string[] }[];
+	withheld: { source: string; path: string; reason: string }[];
+	doctrine: string | null;
+}
+
 export interface Methods {
 	hello: { params: HelloParams; result: HelloResult };
 	guard: { params: GuardParams; result: GuardResult };
@@ -148,6 +166,7 @@ export interface Methods {
 	shutdown: { params: Record<string, never>; result: { shuttingDown: boolean } };
 	parentToolStart: { params: ParentToolStartParams; result: { reserved: boolean } };
 	parentToolEnd: { params: { callId: string }; result: { released: boolean } };
+	hostExtensions: { params: HostExtensionsParams; result: HostExtensionsResult };
 }
 
 export type Method = keyof Methods;
@@ -175,4 +194,5 @@ export const METHODS = [
 	"shutdown",
 	"parentToolStart",
 	"parentToolEnd",
+	"hostExtensions",
 ] as const satisfies readonly Method[];

@@ -67,6 +67,10 @@ pub const FILES: &[(&str, &str)] = &[
     ("guards.ts", include_str!("../../../extension/guards.ts")),
     ("handoff.ts", include_str!("../../../extension/handoff.ts")),
     (
+        "host_extensions.ts",
+        include_str!("../../../extension/host_extensions.ts"),
+    ),
+    (
         "identity.ts",
         include_str!("../../../extension/identity.ts"),
     ),
