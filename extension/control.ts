@@ -1,9 +1,10 @@
 /**
  * A client of Slate's control socket: newline-delimited JSON over a Unix socket, protocol 2.
  *
- * Each connection starts with `hello` (the worker's capability, so it speaks as this
- * generation), then carries requests matched to responses by `id` (responses arrive in
- * completion order). An `error` answer becomes a {@link ControlError} whose message is the
+ * Each connection starts with `hello` (a worker's capability, so it speaks as that generation;
+ * none in the main session, which speaks as the operator), then carries requests matched to
+ * responses by `id` (responses arrive in completion order). Notifications (no `id`) go to the
+ * endpoint's `onNotification`, if any (only a connection that called `subscribe` gets them). An `error` answer becomes a {@link ControlError} whose message is the
  * coordinator's, verbatim; a socket that cannot be reached or is lost becomes an
  * {@link UnreachableError}. Nothing is retried here: callers decide (the guards deny).
  *
@@ -17,7 +18,9 @@
 import { connect, type Socket } from "node:net";
 
 import {
+	type HelloParams,
 	type Method,
+	type Notification,
 	type Params,
 	PROTOCOL_VERSION,
 	type Result,
@@ -31,12 +34,17 @@ export const SERVER_LINE_MAX = 16 * 1024 * 1024;
 /** How long a short call may wait for its answer (the guards then deny). */
 export const CALL_TIMEOUT_MS = 30_000;
 
-/** Where the coordinator is and who this worker is. */
+/** Where the coordinator is and who this client is. */
 export interface Endpoint {
 	socket: string;
-	capability: string;
+	/** A worker generation's capability; absent for the operator (the user's main session). */
+	capability?: string;
 	/** `hello.client`, e.g. `"slate-pi-extension 0.1.0"`. */
 	client: string;
+	/** `hello.extension`: the installed extension's content hash (`install.json`), if known. */
+	extension?: string;
+	/** Called with each notification (`{method, params}`) this connection receives. */
+	onNotification?: (notification: Notification) => void;
 }
 
 /** An error answer of the coordinator; `message` is its text, unchanged. */
@@ -77,6 +85,11 @@ export class Connection {
 	private partialBytes = 0;
 	private failure: Error | undefined;
 	private readonly endpoint: Endpoint;
+	private settleDone: (error: Error) => void = () => {};
+	/** Settles with the reason once the connection is closed or lost (never rejects). */
+	readonly done: Promise<Error> = new Promise((resolve) => {
+		this.settleDone = resolve;
+	});
 
 	constructor(endpoint: Endpoint) {
 		this.endpoint = endpoint;
@@ -123,6 +136,7 @@ export class Connection {
 		}
 		this.failure = error;
 		this.socket.destroy();
+		this.settleDone(error);
 		const waiting = [...this.pending.values()];
 		this.pending.clear();
 		for (const p of waiting) {
@@ -132,15 +146,7 @@ export class Connection {
 	}
 
 	private async hello(): Promise<void> {
-		const result = await this.send(
-			"hello",
-			{
-				protocols: [PROTOCOL_VERSION],
-				client: this.endpoint.client,
-				capability: this.endpoint.capability,
-			},
-			CALL_TIMEOUT_MS,
-		).catch((error: Error) => {
+		const result = await this.send("hello", helloParams(this.endpoint), CALL_TIMEOUT_MS).catch((error: Error) => {
 			this.destroy(error);
 			throw error;
 		});
@@ -251,8 +257,14 @@ export class Connection {
 			);
 			return;
 		}
-		if (!isObject(message) || !("id" in message)) {
-			return; // a notification (`event`, `lagged`): this client never subscribes
+		if (!isObject(message)) {
+			return;
+		}
+		if (!("id" in message)) {
+			if (typeof message.method === "string") {
+				this.endpoint.onNotification?.(message as unknown as Notification);
+			}
+			return;
 		}
 		const { id } = message;
 		const error = isWireError(message.error) ? new ControlError(message.error) : undefined;
@@ -333,6 +345,18 @@ export class ControlClient {
 		this.persistent?.destroy();
 		this.persistent = undefined;
 	}
+}
+
+/** `hello`'s params: only the members this endpoint has (absent, not `null`). */
+export function helloParams(endpoint: Endpoint): HelloParams {
+	const params: HelloParams = { protocols: [PROTOCOL_VERSION], client: endpoint.client };
+	if (endpoint.capability !== undefined) {
+		params.capability = endpoint.capability;
+	}
+	if (endpoint.extension !== undefined) {
+		params.extension = endpoint.extension;
+	}
+	return params;
 }
 
 function abortError(method: string): Error {

@@ -57,6 +57,17 @@ export function coordinateCall(input: unknown): CoordinateCall {
 	return { ok: true, action: known, method: ACTION_METHODS[known], params };
 }
 
+/** Run one action: `wait` on its own abortable connection, the others on the shared one. */
+export async function coordinate(client: ControlClient, input: unknown, signal?: AbortSignal): Promise<unknown> {
+	const call = coordinateCall(input);
+	if (!call.ok) {
+		throw new Error(call.message);
+	}
+	return LONG_ACTIONS.has(call.action)
+		? await client.callOnce(call.method, call.params, signal)
+		: await client.call(call.method, call.params);
+}
+
 export const coordinateParameters = {
 	type: "object",
 	properties: {
@@ -85,13 +96,7 @@ export function registerDelegateCoordinate(pi: ExtensionAPI, client: ControlClie
 		promptSnippet: "Message the parent, children or siblings; read the inbox; wait for outcomes",
 		parameters: coordinateParameters,
 		async execute(_toolCallId, params, signal) {
-			const call = coordinateCall(params);
-			if (!call.ok) {
-				throw new Error(call.message);
-			}
-			const reply = LONG_ACTIONS.has(call.action)
-				? await client.callOnce(call.method, call.params, signal)
-				: await client.call(call.method, call.params);
+			const reply = await coordinate(client, params, signal);
 			return {
 				content: [{ type: "text", text: JSON.stringify(reply, null, 2) }],
 				details: reply,

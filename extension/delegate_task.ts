@@ -19,8 +19,16 @@ import type { ChildSnapshot, DelegateOutcome, Reply } from "./protocol.ts";
 
 export const DELEGATE_TASK_TOOL = "delegate_task";
 
-const TASK_FIELDS =
+export const TASK_FIELDS =
 	"assignment or taskFile (exactly one), and optionally profile, cwd, model, models, resultSchema, limits, spawn, coordination";
+
+/** The parameters, with `background` described for the caller's role. */
+export function delegateParametersFor(background: string) {
+	return {
+		type: "object",
+		properties: { ...delegateParameters.properties, background: { description: background } },
+	} as const;
+}
 
 export const delegateParameters = {
 	type: "object",
@@ -87,7 +95,7 @@ export function registerDelegateTask(pi: ExtensionAPI, client: ControlClient): v
 	});
 }
 
-function isForeground(reply: Reply | DelegateOutcome): reply is DelegateOutcome {
+export function isForeground(reply: Reply | DelegateOutcome): reply is DelegateOutcome {
 	return "outcome" in reply && typeof reply.preview === "string";
 }
 

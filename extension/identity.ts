@@ -10,9 +10,11 @@
  * `SLATE_SOCKET` stays in the environment: it is not secret, and `slate` typed into the worker's
  * bash uses it to reach the coordinator (which attributes it by process ancestry).
  *
- * Without an identity the extension fails closed: `index.ts` throws from its factory, pi exits 1
- * at startup with the reason on stderr, and Slate reports a worker setup failure. A pi running
- * with no coordinator to ask would have no request or tool budget at all.
+ * The variable alone decides the role: set, this pi is a worker; unset, it is the user's main
+ * session (`main_session.ts`). A worker without a readable identity fails closed: `index.ts`
+ * throws from its factory, pi exits 1 at startup with the reason on stderr, and Slate reports a
+ * worker setup failure. A pi running with no coordinator to ask would have no request or tool
+ * budget at all.
  */
 import { closeSync, fstatSync, readSync } from "node:fs";
 
@@ -105,5 +107,16 @@ function fail(reason: string): { ok: false; reason: string } {
 	return { ok: false, reason };
 }
 
-/** This process's identity, taken at module load (see the module docs). */
-export const identity: IdentityResult = takeIdentity(process.env);
+/**
+ * Whether this pi is one of Slate's workers: exactly when `SLATE_CAPABILITY_FD` is set (the
+ * role is decided by that alone; a worker whose identity then cannot be read fails closed).
+ */
+export function isWorker(env: Env): boolean {
+	return env[CAPABILITY_FD_ENV] !== undefined;
+}
+
+/**
+ * This process's identity, taken at module load (see the module docs); `null` when this pi is
+ * not a worker (the extension then runs in the user's main session).
+ */
+export const identity: IdentityResult | null = isWorker(process.env) ? takeIdentity(process.env) : null;

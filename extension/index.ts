@@ -1,43 +1,37 @@
 /**
- * Slate's pi worker extension: the bridge between one pi worker process and its coordinator.
+ * Slate's pi extension. One set of files, two roles, decided by `SLATE_CAPABILITY_FD` alone
+ * (identity.ts):
  *
- * Slate writes these files to a private directory and starts each worker
- * `pi --mode rpc -ne --no-mcp -e <dir>/index.ts --tools <builtins>,<granted Slate tools> ...`
- * with the generation's capability on descriptor 3 and the control socket in `SLATE_SOCKET`
- * (identity.ts). The extension then
- * - asks Slate before every model request, compaction and tool execution (guards.ts), and
- * - provides Slate's model tools: submit_result, delegate_task, delegate_coordinate.
+ * - set: this pi is a Slate worker (worker.ts): the guards and the child-local tools, speaking
+ *   as its generation;
+ * - unset: this is the user's own pi session (main_session.ts, installed by `slate pi
+ *   install`): the session's coordinator, the root tools, the slash commands, the fleet widget
+ *   and the parent mutation reservation, speaking as the operator.
  *
- * The tools are always registered: `--tools` is the ceiling, and Slate names only the ones this
- * generation was granted, so the others are neither declared to the model nor callable.
  * Everything that counts or decides lives in Slate; the extension keeps no state beyond its
- * connection (a pi `new_session` re-runs this factory, and that is harmless).
+ * connections (a pi `new_session` re-runs this factory, and that is harmless).
  */
-import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import { type ExtensionAPI, VERSION } from "@earendil-works/pi-coding-agent";
 
-import { ControlClient } from "./control.ts";
-import { registerDelegateCoordinate } from "./delegate_coordinate.ts";
-import { registerDelegateTask } from "./delegate_task.ts";
-import { registerGuards } from "./guards.ts";
 import { identity } from "./identity.ts";
-import { registerSubmitResult } from "./submit_result.ts";
+import { extensionDir, findInstallation } from "./install.ts";
+import { mainSession } from "./main_session.ts";
+import { worker } from "./worker.ts";
 
 /** Slate's version (a Rust test keeps it equal to Cargo.toml's). */
 export const EXTENSION_VERSION = "0.1.0";
 
-export default function slateWorker(pi: ExtensionAPI): void {
-	if (!identity.ok) {
-		// Fail closed at startup: pi exits 1 with this on stderr (a worker setup failure).
-		throw new Error(`Slate worker extension: ${identity.reason}`);
+const CLIENT = `slate-pi-extension ${EXTENSION_VERSION}`;
+
+export default function slate(pi: ExtensionAPI): void {
+	if (identity !== null) {
+		worker(pi, identity, CLIENT);
+		return;
 	}
-	const client = new ControlClient({
-		socket: identity.identity.socket,
-		capability: identity.identity.capability,
-		client: `slate-pi-extension ${EXTENSION_VERSION}`,
+	mainSession(pi, {
+		installation: findInstallation(process.env, extensionDir()),
+		hostVersion: VERSION,
+		client: CLIENT,
+		env: process.env,
 	});
-	registerGuards(pi, client);
-	registerSubmitResult(pi, client);
-	registerDelegateTask(pi, client);
-	registerDelegateCoordinate(pi, client);
-	pi.on("session_shutdown", () => client.close());
 }

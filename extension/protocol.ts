@@ -1,8 +1,9 @@
 /**
  * The control-protocol 2 methods this extension calls, typed by hand.
  *
- * Written against Slate's `docs/protocol.schema.json` (`x-methods`, `$defs`) and the worker
- * additions `guard` and `submit` (`docs/protocol.md`). One entry of {@link Methods} per method
+ * Written against Slate's `docs/protocol.schema.json` (`x-methods`, `$defs`): the worker's
+ * `guard` and `submit`, the main session's `parentToolStart`/`parentToolEnd`, `subscribe` and
+ * `shutdown` (`docs/protocol.md`). One entry of {@link Methods} per method
  * ties its name to its params and result, so `ControlClient.call` cannot send the wrong shape
  * or misread the answer. Values that Slate validates itself (a `delegate` request, a submitted
  * value, the params of a `delegate_coordinate` action) stay `unknown` here: the extension passes
@@ -26,6 +27,8 @@ export interface HelloParams {
 	protocols: number[];
 	client?: string;
 	capability?: string;
+	/** The installed extension's content hash; a different one than the binary's is refused. */
+	extension?: string;
 }
 
 export type CallerView = { kind: "operator" } | { kind: "child"; target: string };
@@ -81,6 +84,31 @@ export type Reply =
 	| { kind: "wait"; result: { kind: string } & Record<string, unknown> }
 	| ({ kind: "snapshot" | "stopped" | "status" | "ok" } & Record<string, unknown>);
 
+/** `parentToolStart`: the main session's tool call `callId` of `tool` is about to run. */
+export interface ParentToolStartParams {
+	callId: string;
+	tool: string;
+}
+
+/** The outcome event of a background (or silent) window, with its model-facing preview. */
+export interface OutcomeEvent {
+	kind: "outcome";
+	outcome: WindowOutcome;
+	preview: string;
+}
+
+/** `event` notifications, tagged by `kind` (the extension reads only `outcome`). */
+export type Event =
+	| OutcomeEvent
+	| { kind: "registry"; event: unknown }
+	| { kind: "lagged"; missed: number }
+	| { kind: "shutdownComplete" };
+
+/** A server → client line without an id (`subscribe`d connections only). */
+export type Notification =
+	| { method: "event"; params: Event }
+	| { method: "lagged"; params: { missed: number } };
+
 /** A foreground `delegate`: the admission, the drained window and its model-facing preview. */
 export interface DelegateOutcome {
 	admitted: Reply;
@@ -97,6 +125,24 @@ export interface DelegateParams {
 export type PassThrough = Record<string, unknown>;
 
 /** Every method the extension calls: name → params and result. */
+/** One extension load unit the host session loaded, from pi's tool provenance. */
+export interface HostUnit {
+	source: string;
+	path: string;
+	tools: { name: string; path: string }[];
+}
+
+export interface HostExtensionsParams {
+	units: HostUnit[];
+}
+
+/** What every worker loads too (`workerExtensions`), what is withheld and why, the doctrine. */
+export interface HostExtensionsResult {
+	selected: { source: string; path: string; tools: string[] }[];
+	withheld: { source: string; path: string; reason: string }[];
+	doctrine: string | null;
+}
+
 export interface Methods {
 	hello: { params: HelloParams; result: HelloResult };
 	guard: { params: GuardParams; result: GuardResult };
@@ -113,6 +159,14 @@ export interface Methods {
 	resume: { params: PassThrough; result: unknown };
 	followup: { params: PassThrough; result: unknown };
 	revive: { params: PassThrough; result: unknown };
+	// The operator's (the main session's) own.
+	steer: { params: PassThrough; result: unknown };
+	agents: { params: Record<string, never>; result: unknown };
+	subscribe: { params: Record<string, never>; result: { subscribed: boolean } };
+	shutdown: { params: Record<string, never>; result: { shuttingDown: boolean } };
+	parentToolStart: { params: ParentToolStartParams; result: { reserved: boolean } };
+	parentToolEnd: { params: { callId: string }; result: { released: boolean } };
+	hostExtensions: { params: HostExtensionsParams; result: HostExtensionsResult };
 }
 
 export type Method = keyof Methods;
@@ -134,4 +188,11 @@ export const METHODS = [
 	"resume",
 	"followup",
 	"revive",
+	"steer",
+	"agents",
+	"subscribe",
+	"shutdown",
+	"parentToolStart",
+	"parentToolEnd",
+	"hostExtensions",
 ] as const satisfies readonly Method[];

@@ -300,6 +300,10 @@ pub enum Command {
         /// Session form: this session file instead of the newest one for the directory.
         #[arg(long)]
         session: Option<PathBuf>,
+        /// Session form, for Slate's pi extension: run by the pi that owns the session (not
+        /// counted as a live writer); the kickoff is claimed and reported for pi to send.
+        #[arg(long)]
+        from_pi: bool,
         #[command(flatten)]
         select: Select,
     },
@@ -321,6 +325,10 @@ pub enum Command {
         /// This session file instead of the newest one for the directory.
         #[arg(long)]
         session: Option<PathBuf>,
+        /// For Slate's pi extension: run by the pi that owns the session (not counted as a
+        /// live writer); the successor's kickoff is claimed and reported for pi to send.
+        #[arg(long)]
+        from_pi: bool,
         /// The focus for the successor; everything after the first word is focus text.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         focus: Vec<String>,
@@ -493,14 +501,16 @@ pub fn try_main(printer: &Printer, command: Command) -> Result<ExitCode, Error> 
             model,
             effort,
             session,
+            from_pi,
             ..
-        } if words.is_empty() => handoff::resume(printer, model, effort, session),
+        } if words.is_empty() => handoff::resume(printer, model, effort, session, from_pi),
         Command::Handoff {
             track_boundary,
             post_check,
             context_budget,
             user_request,
             session,
+            from_pi,
             focus,
             select,
         } => handoff::handoff(
@@ -512,7 +522,7 @@ pub fn try_main(printer: &Printer, command: Command) -> Result<ExitCode, Error> 
                 user_request,
             },
             &focus,
-            session,
+            handoff::Target { session, from_pi },
             select.parent,
         ),
         other => commands::run(printer, other),

@@ -3,6 +3,7 @@
 
 pub mod capabilities;
 pub mod fs_view;
+pub mod host_extensions;
 pub mod logical;
 pub mod model;
 pub mod preview;

@@ -194,6 +194,7 @@ impl Env {
             gate,
             project_trusted: trusted,
             now_ms: 1_796_000_001_000,
+            host_sends_kickoff: false,
         }
     }
 }
@@ -1000,6 +1001,45 @@ fn adoption_pause_validates_then_claims_before_delivering_once() {
     let out = run::resume(&ctx, None, None).unwrap();
     assert_eq!(out.kickoff, "already-claimed");
     assert_eq!(records(&succ, "slate-kickoff").len(), 1);
+}
+
+/// `--from-pi`: the kickoff is claimed in the successor and handed to pi to send (the message
+/// that starts the turn is pi's); nothing else changes.
+#[test]
+fn from_pi_claims_the_kickoff_and_leaves_the_message_to_pi() {
+    let env = Env::new();
+    env.session(&[]);
+    let mut ctx = env.ctx(None, &ExactSelectionGate, &NoProbe, &untrusted);
+    ctx.host_sends_kickoff = true;
+    let report = run::handoff(&ctx, None, Some("finish the parser"), Fleet::none("test")).unwrap();
+    assert_eq!(report.adoption.status, "adopted");
+    assert_eq!(report.adoption.kickoff, "claimed");
+    let succ = session::read(&report.successor_file).unwrap();
+    assert_eq!(
+        kinds(&succ.path),
+        [
+            "slate-handoff",
+            "model_change",
+            "thinking_level_change",
+            "slate-state",
+            "slate-kickoff-claimed"
+        ]
+    );
+    let h = &records(&succ.path, "slate-handoff")[0]["data"];
+    let claimed = report.claimed_kickoff.clone().expect("the claimed kickoff");
+    assert_eq!(json!(claimed.id), h["kickoff"]["id"]);
+    assert_eq!(json!(claimed.text), h["kickoff"]["text"]);
+    let claim = &records(&succ.path, "slate-kickoff-claimed")[0]["data"];
+    assert_eq!(claim["kickoffId"], json!(claimed.id));
+    let value = serde_json::to_value(&report).unwrap();
+    assert_eq!(value["claimedKickoff"]["id"], json!(claimed.id));
+    // Without --from-pi there is no claimedKickoff member.
+    let plain = env.ctx(Some(&succ.path), &ExactSelectionGate, &NoProbe, &untrusted);
+    let again = run::handoff(&plain, None, Some("next"), Fleet::none("test")).unwrap();
+    assert_eq!(
+        serde_json::to_value(&again).unwrap().get("claimedKickoff"),
+        None
+    );
 }
 
 #[test]

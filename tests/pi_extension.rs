@@ -47,7 +47,9 @@ struct Launch<'a> {
     tools: &'a str,
     /// `None`: the fake coordinator's socket.
     socket: Option<PathBuf>,
-    /// Whether pi gets `SLATE_CAPABILITY_FD=3` and the capability on descriptor 3.
+    /// Whether pi gets `SLATE_CAPABILITY_FD=3` and the capability on descriptor 3; without,
+    /// it gets `SLATE_CAPABILITY_FD=999`, a descriptor that is not open (a worker whose
+    /// identity cannot be read: the variable alone makes pi a worker).
     capability: bool,
 }
 
@@ -94,7 +96,9 @@ impl Worker {
             c.env("SLATE_CAPABILITY_FD", "3");
             c
         } else {
-            sandbox.command(&pi_cmd, &args)
+            let mut c = sandbox.command(&pi_cmd, &args);
+            c.env("SLATE_CAPABILITY_FD", "999");
+            c
         };
         command
             .env("SLATE_SOCKET", &socket)
@@ -465,7 +469,7 @@ fn an_unreachable_coordinator_fails_closed() {
 }
 
 #[test]
-fn a_pi_without_identity_does_not_start() {
+fn a_worker_whose_identity_cannot_be_read_does_not_start() {
     let launch = Launch {
         tools: "read",
         socket: None,
@@ -478,7 +482,7 @@ fn a_pi_without_identity_does_not_start() {
     assert_eq!(status.code(), Some(1));
     assert!(
         w.pi.stderr_text()
-            .contains("Slate worker extension: SLATE_CAPABILITY_FD is not set"),
+            .contains("Slate worker extension: descriptor 999 is not open"),
         "{}",
         w.pi.stderr_text()
     );

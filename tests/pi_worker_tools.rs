@@ -683,3 +683,52 @@ async fn a_follow_up_message_reaches_a_real_child_after_its_turn() {
     rt.shutdown().await.unwrap();
     join.await.unwrap();
 }
+
+/// `workerExtensions`: a host extension the session selected is loaded into the worker after
+/// Slate's own, and its tool is declared to the model and runs.
+#[tokio::test]
+async fn a_selected_host_extension_loads_into_the_worker_and_its_tool_runs() {
+    let Some(env) = Env::real("host_extension_loads") else {
+        return;
+    };
+    let probe = env.sandbox.root().join("host-probe.ts");
+    std::fs::write(
+        &probe,
+        r#"export default function (pi: any) {
+  pi.registerTool({
+    name: "host_probe",
+    label: "Host probe",
+    description: "Answers with a fixed line.",
+    parameters: { type: "object", properties: {}, additionalProperties: false },
+    async execute() {
+      return { content: [{ type: "text", text: "host probe ran" }], details: {} };
+    },
+  });
+}
+"#,
+    )
+    .unwrap();
+    let backend = Arc::new(PiBackend::new(env.pi.clone()));
+    let served = env.start_served(2, backend);
+    assert!(served.rt.actors().set_worker_extensions(vec![
+        slate::policy::host_extensions::WorkerExtension {
+            source: "local".into(),
+            path: probe.clone(),
+            tools: vec!["host_probe".into()],
+        }
+    ]));
+    let marker = "host-extension-probe";
+    let task = env.task(&calls(marker, &[("host_probe", json!({}))]), Role::Scout);
+    let (_, outcome) = delegate_and_wait(&served.rt, vec![task]).await;
+    let s = &outcome.outcomes[0];
+    assert_eq!(s.status, Status::Settled, "{:?}", s.error);
+    assert!(
+        declared_tools(&env, marker).contains(&"host_probe".to_owned()),
+        "declared: {:?}",
+        declared_tools(&env, marker)
+    );
+    assert_eq!(tool_results(&env, marker), ["host probe ran"]);
+    served.rt.shutdown().await.unwrap();
+    served.join.await.unwrap();
+    assert!(env.leftovers().is_empty(), "no process left");
+}

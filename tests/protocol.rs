@@ -237,7 +237,7 @@ fn guard_and_submit_params_are_strict() {
 fn every_method_of_the_table_parses_its_own_empty_or_minimal_params() {
     // The table and `Request::method` agree, in order.
     let names: Vec<&str> = METHODS.to_vec();
-    assert_eq!(names.len(), 21);
+    assert_eq!(names.len(), 22);
     assert!(names.contains(&method::Status::NAME) && names.contains(&method::Hello::NAME));
     for name in names {
         let schema = &protocol_schema()["x-methods"][name];
@@ -582,13 +582,16 @@ fn request() -> impl Strategy<Value = Request> {
                 })
             ),
         Just(Request::Subscribe(NoParams {})),
-        (maybe_target(), any::<bool>(), any::<bool>()).prop_map(|(target, summary, table)| {
-            Request::Status(StatusParams {
-                target,
-                summary,
-                table,
-            })
-        }),
+        (maybe_target(), any::<bool>(), any::<bool>(), any::<bool>()).prop_map(
+            |(target, summary, table, text)| {
+                Request::Status(StatusParams {
+                    target,
+                    summary,
+                    table,
+                    text,
+                })
+            }
+        ),
         Just(Request::Agents(NoParams {})),
         (text(), proptest::option::of(any::<bool>())).prop_map(|(assignment, background)| {
             Request::Delegate(DelegateParams {

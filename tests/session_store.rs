@@ -467,6 +467,17 @@ fn live_probe_table() {
         let got = ProcScan::with_root(&root).holder(&file, Some(&project));
         assert_eq!(got.is_some(), want, "worker with fd {fd:?}: {got:?}");
     }
+    // `--from-pi`: the host pi (the command's parent) is not counted, even with the file open;
+    // another pi still is, and a host that is not pi is refused.
+    let root = base.join("host");
+    fake_proc(&root, 200, "pi", &project, &[], Some(file.as_path()));
+    let scan = ProcScan::with_root(&root).with_host(200).unwrap();
+    assert_eq!(scan.holder(&file, Some(&project)), None);
+    fake_proc(&root, 201, "pi", &project, &[], None);
+    assert_eq!(scan.holder(&file, Some(&project)).map(|h| h.pid), Some(201));
+    fake_proc(&root, 202, "bash", &project, &[], None);
+    let refused = ProcScan::with_root(&root).with_host(202).unwrap_err();
+    assert!(refused.contains("pid 202) is not pi"), "{refused}");
 }
 
 proptest! {

@@ -22,7 +22,7 @@ use slate::control::methods::{StatusParams, method};
 use slate::control::oneshot;
 use slate::control::service::Service;
 use slate::control::summary::FleetSummary;
-use slate::control::table::{FleetTable, TableRow};
+use slate::control::table::{FleetTable, FleetText, TableRow, write_fleet_table};
 use slate::control::{Client, Handler, Metadata, Method as _, Server, ServerConfig};
 use slate::core::{Presence, Status};
 use slate::policy::capabilities::pi_offered_tools;
@@ -113,6 +113,23 @@ impl Fixture {
         .unwrap()
     }
 
+    /// The text answer, read now and checked against the published schema: its lines.
+    async fn text(&self) -> Vec<u8> {
+        let raw = self
+            .status(StatusParams {
+                text: true,
+                ..StatusParams::default()
+            })
+            .await;
+        let value: Value = serde_json::from_str(raw.get()).unwrap();
+        ProtocolSchema::load()
+            .result(method::Status::NAME, &value)
+            .unwrap();
+        let text: FleetText<'_> = serde_json::from_str(raw.get()).unwrap();
+        assert_eq!(text.parent_id, self.root_id);
+        text.text.as_bytes().to_vec()
+    }
+
     /// The summary and table answers, read now, checked against the published schema and
     /// against each other.
     async fn answers(&self) -> (String, String) {
@@ -163,7 +180,19 @@ async fn until(
         // Read one after the other, the two may straddle a change; when they agree they
         // must agree exactly.
         if done(&fleet) && rows.rows == table_of(&summary, f.root_id) {
-            return (summary, table);
+            if fleet.children.iter().all(|c| c.ended_at.is_some()) {
+                // No clock in the table: the text answer is exactly what `subagent-status`
+                // would print from these rows.
+                let mut printed = Vec::new();
+                write_fleet_table(&mut printed, f.root_id, &rows.rows).unwrap();
+                let (text, again) = (f.text().await, f.text().await);
+                if text == printed {
+                    assert_eq!(again, text, "{what}: an unchanged fleet's text changed");
+                    return (summary, table);
+                }
+            } else {
+                return (summary, table);
+            }
         }
         assert!(Instant::now() < deadline, "{what}: not reached: {summary}");
         tokio::time::sleep(Duration::from_millis(20)).await;

@@ -21,7 +21,10 @@ export type Handler = (request: Received) => Answer | Promise<Answer>;
 
 export const CAPABILITY = "c0ffee".repeat(10) + "abcd";
 
-/** Answers `hello` for {@link CAPABILITY}; everything else goes to the handler. */
+/**
+ * Answers `hello` for {@link CAPABILITY} (a child) or without a capability (the operator);
+ * everything else goes to the handler.
+ */
 export class FakeCoordinator {
 	readonly path: string;
 	readonly received: Received[] = [];
@@ -70,6 +73,14 @@ export class FakeCoordinator {
 		}
 	}
 
+	/** Send a notification (`{method, params}`, no id) on `connection`. */
+	notify(connection: number, method: string, params: unknown): void {
+		const socket = this.sockets.get(connection);
+		if (socket !== undefined && !socket.destroyed) {
+			socket.write(`${JSON.stringify({ method, params })}\n`);
+		}
+	}
+
 	/** Close `connection` from the server's side. */
 	drop(connection: number): void {
 		this.sockets.get(connection)?.destroy();
@@ -107,7 +118,7 @@ export class FakeCoordinator {
 					const params = request.params as { capability?: string; protocols?: number[] };
 					if (request.method !== "hello") {
 						reply(socket, request.id, { error: { code: "hello-required", message: "hello first" } });
-					} else if (params.capability !== CAPABILITY) {
+					} else if (params.capability !== undefined && params.capability !== CAPABILITY) {
 						reply(socket, request.id, {
 							error: {
 								code: "capability-refused",
@@ -123,7 +134,10 @@ export class FakeCoordinator {
 								parentId: "6f1c0000-0000-4000-8000-000000000000",
 								cwd: "/",
 								pid: process.pid,
-								actor: { kind: "child", target: "0b6a0000-0000-4000-8000-000000000000@1" },
+								actor:
+									params.capability === undefined
+										? { kind: "operator" }
+										: { kind: "child", target: "0b6a0000-0000-4000-8000-000000000000@1" },
 							},
 						});
 					}

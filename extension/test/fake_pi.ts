@@ -1,6 +1,7 @@
 /**
- * Just enough of pi's `ExtensionAPI` to run the extension's handlers and tools in a test:
- * `on` and `registerTool` record what was registered.
+ * Just enough of pi's `ExtensionAPI` to run the extension's handlers, tools and commands in a
+ * test: `on`, `registerTool` and `registerCommand` record what was registered, `sendMessage`
+ * records what was sent.
  */
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 
@@ -9,6 +10,8 @@ type AnyHandler = (event: unknown, ctx: unknown) => unknown;
 export interface RegisteredTool {
 	name: string;
 	parameters: unknown;
+	promptSnippet?: string;
+	promptGuidelines?: string[];
 	execute(
 		toolCallId: string,
 		params: unknown,
@@ -18,9 +21,21 @@ export interface RegisteredTool {
 	): Promise<{ content: { type: string; text: string }[]; details: unknown; isError?: boolean }>;
 }
 
+export interface RegisteredCommand {
+	description?: string;
+	handler(args: string, ctx: unknown): Promise<void>;
+}
+
+export interface Sent {
+	message: { customType: string; content: string; display: boolean; details: unknown };
+	options: unknown;
+}
+
 export class FakePi {
 	readonly handlers = new Map<string, AnyHandler[]>();
 	readonly tools = new Map<string, RegisteredTool>();
+	readonly commands = new Map<string, RegisteredCommand>();
+	readonly sent: Sent[] = [];
 
 	get api(): ExtensionAPI {
 		const api = {
@@ -30,6 +45,12 @@ export class FakePi {
 			},
 			registerTool: (tool: RegisteredTool) => {
 				this.tools.set(tool.name, tool);
+			},
+			registerCommand: (name: string, command: RegisteredCommand) => {
+				this.commands.set(name, command);
+			},
+			sendMessage: (message: Sent["message"], options: unknown) => {
+				this.sent.push({ message, options });
 			},
 		};
 		return api as unknown as ExtensionAPI;
@@ -42,6 +63,14 @@ export class FakePi {
 			answer = await handler(payload, ctx);
 		}
 		return answer;
+	}
+
+	command(name: string): RegisteredCommand {
+		const command = this.commands.get(name);
+		if (command === undefined) {
+			throw new Error(`no command /${name} registered`);
+		}
+		return command;
 	}
 
 	tool(name: string): RegisteredTool {

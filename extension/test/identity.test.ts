@@ -10,7 +10,7 @@ const IDENTITY = new URL("../identity.ts", import.meta.url).href;
 
 /** What the child reports after importing identity.ts. */
 interface Report {
-	identity: { ok: boolean; identity?: { capability: string; socket: string }; reason?: string };
+	identity: { ok: boolean; identity?: { capability: string; socket: string }; reason?: string } | null;
 	envHasFd: boolean;
 	envSocket: string | undefined;
 	fd3Open: boolean;
@@ -70,7 +70,7 @@ test("reads the capability from fd 3 to EOF, closes fd 3 and deletes SLATE_CAPAB
 
 test("a trailing newline is not part of the capability", async () => {
 	const r = await run({ SLATE_CAPABILITY_FD: "3", SLATE_SOCKET: SOCKET }, `${CAP}\n`);
-	assert.equal(r.identity.identity?.capability, CAP);
+	assert.equal(r.identity?.identity?.capability, CAP);
 });
 
 test("a capability arriving in pieces is read whole", async () => {
@@ -90,55 +90,63 @@ test("a capability arriving in pieces is read whole", async () => {
 		child.on("error", reject);
 		child.on("close", () => resolve(JSON.parse(out) as Report));
 	});
-	assert.equal(r.identity.identity?.capability, CAP);
+	assert.equal(r.identity?.identity?.capability, CAP);
 });
 
-test("no SLATE_CAPABILITY_FD: no identity, with the reason", async () => {
+test("no SLATE_CAPABILITY_FD: not a worker (the main-session role), descriptor 3 untouched", async () => {
 	const r = await run({ SLATE_SOCKET: SOCKET }, null);
-	assert.equal(r.identity.ok, false);
-	assert.match(r.identity.reason ?? "", /SLATE_CAPABILITY_FD is not set/);
+	assert.equal(r.identity, null);
+	assert.equal(r.fd3Open, true);
+});
+
+test("takeIdentity without SLATE_CAPABILITY_FD names the variable", async () => {
+	const { takeIdentity } = await import("../identity.ts");
+	assert.deepEqual(takeIdentity({ SLATE_SOCKET: SOCKET }), {
+		ok: false,
+		reason: "SLATE_CAPABILITY_FD is not set, so this pi has no worker capability",
+	});
 });
 
 test("an empty pipe: no identity", async () => {
 	const r = await run({ SLATE_CAPABILITY_FD: "3", SLATE_SOCKET: SOCKET }, "");
-	assert.equal(r.identity.ok, false);
-	assert.match(r.identity.reason ?? "", /held no capability/);
+	assert.equal(r.identity?.ok, false);
+	assert.match(r.identity?.reason ?? "", /held no capability/);
 	assert.equal(r.fd3Open, false);
 });
 
 test("an oversized pipe: no identity, fd 3 still closed", async () => {
 	const r = await run({ SLATE_CAPABILITY_FD: "3", SLATE_SOCKET: SOCKET }, Buffer.alloc(64 * 1024, 0x61));
-	assert.equal(r.identity.ok, false);
-	assert.match(r.identity.reason ?? "", /more than 1024 bytes/);
+	assert.equal(r.identity?.ok, false);
+	assert.match(r.identity?.reason ?? "", /more than 1024 bytes/);
 	assert.equal(r.fd3Open, false);
 });
 
 test("fd 3 not inherited: no identity, and Node's own descriptor 3 is left open", async () => {
 	// Node then holds fd 3 itself (its epoll descriptor); closing it would crash the child.
 	const r = await run({ SLATE_CAPABILITY_FD: "3", SLATE_SOCKET: SOCKET }, null);
-	assert.equal(r.identity.ok, false);
-	assert.match(r.identity.reason ?? "", /descriptor 3 is not a pipe/);
+	assert.equal(r.identity?.ok, false);
+	assert.match(r.identity?.reason ?? "", /descriptor 3 is not a pipe/);
 	assert.equal(r.envHasFd, false);
 	assert.equal(r.fd3Open, true);
 });
 
 test("a descriptor number that is not open: no identity", async () => {
 	const r = await run({ SLATE_CAPABILITY_FD: "999", SLATE_SOCKET: SOCKET }, null);
-	assert.equal(r.identity.ok, false);
-	assert.match(r.identity.reason ?? "", /descriptor 999 is not open/);
+	assert.equal(r.identity?.ok, false);
+	assert.match(r.identity?.reason ?? "", /descriptor 999 is not open/);
 });
 
 test("stdin, stdout and stderr are never taken for the capability", async () => {
 	const r = await run({ SLATE_CAPABILITY_FD: "0", SLATE_SOCKET: SOCKET }, null);
-	assert.equal(r.identity.ok, false);
-	assert.match(r.identity.reason ?? "", /not a descriptor number of 3 or more/);
+	assert.equal(r.identity?.ok, false);
+	assert.match(r.identity?.reason ?? "", /not a descriptor number of 3 or more/);
 });
 
 test("no SLATE_SOCKET, or a relative one: no identity (and fd 3 is consumed anyway)", async () => {
 	const none = await run({ SLATE_CAPABILITY_FD: "3" }, CAP);
-	assert.equal(none.identity.ok, false);
-	assert.match(none.identity.reason ?? "", /SLATE_SOCKET is not set/);
+	assert.equal(none.identity?.ok, false);
+	assert.match(none.identity?.reason ?? "", /SLATE_SOCKET is not set/);
 	assert.equal(none.fd3Open, false);
 	const relative = await run({ SLATE_CAPABILITY_FD: "3", SLATE_SOCKET: "c.sock" }, CAP);
-	assert.match(relative.identity.reason ?? "", /not an absolute path/);
+	assert.match(relative.identity?.reason ?? "", /not an absolute path/);
 });

@@ -28,7 +28,7 @@ test("every method the extension calls is in the protocol schema's x-methods", (
 		missing,
 		[],
 		`absent from docs/protocol.schema.json x-methods: ${missing.join(", ")} ` +
-			"(guard and submit are added by the Rust side of the worker bridge; until that lands, this fails)",
+			"(the Rust side adds each method the extension calls: guard and submit for workers, parentToolStart and parentToolEnd for the main session)",
 	);
 });
 

@@ -158,12 +158,14 @@ pub fn run(printer: &Printer, command: Command) -> Result<ExitCode, Error> {
             model,
             effort,
             session,
+            from_pi,
             select,
         } => {
-            if model.is_some() || effort.is_some() || session.is_some() {
+            if model.is_some() || effort.is_some() || session.is_some() || from_pi {
                 return usage(
-                    "--model, --effort and --session belong to the session form of `slate \
-                     resume` (no target); a generation resumes with `slate resume UUID@GEN TEXT`"
+                    "--model, --effort, --session and --from-pi belong to the session form of \
+                     `slate resume` (no target); a generation resumes with `slate resume \
+                     UUID@GEN TEXT`"
                         .to_owned(),
                 );
             }

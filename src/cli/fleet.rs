@@ -8,9 +8,10 @@ use serde_json::Value;
 use crate::cli::{Error, ExitCode, Printer};
 use crate::control::methods::{StatusParams, method};
 use crate::control::summary::{FleetSummary, SummaryRow};
-use crate::control::table::{Cells, TableRow};
+use crate::control::table::TableRow;
+use crate::control::table::write_fleet_table;
 use crate::control::{Client, DiscoveryError, Located, Method, RuntimeDir, Selector, discovery};
-use crate::core::{ChildRef, ChildSnapshot, Presence, Status, StatusView};
+use crate::core::{ChildRef, ChildSnapshot, Status, StatusView};
 use crate::text::{SafeText, fit};
 
 /// Read a JSON document from a file, or standard input for `-`.
@@ -104,7 +105,7 @@ pub fn snapshot_line(snapshot: &ChildSnapshot) -> String {
     let mut out = String::new();
     let row = SummaryRow::of(snapshot);
     let cells = TableRow::of(&row, row.parent_id);
-    row_line(&mut out, &cells.cells(), crate::runtime::now_ms());
+    crate::control::table::row_line(&mut out, &cells.cells(), crate::runtime::now_ms());
     out
 }
 
@@ -118,142 +119,6 @@ pub fn summary_table(parent_id: uuid::Uuid, children: &[SummaryRow<'_>]) -> Stri
     // Writing into memory cannot fail.
     let _ = write_fleet_table(&mut out, parent_id, &rows);
     String::from_utf8(out).unwrap_or_default()
-}
-
-/// The fleet table (`status` without a target) from typed table rows, written to `out` a
-/// few dozen kilobytes at a time (a 1,000-row table is never held whole).
-pub fn write_fleet_table(
-    out: &mut impl std::io::Write,
-    parent_id: uuid::Uuid,
-    rows: &[TableRow<'_>],
-) -> std::io::Result<()> {
-    const CHUNK: usize = 32 * 1024;
-    let count = |status: Status| rows.iter().filter(|r| r.5 == status).count();
-    let mut text = String::with_capacity(CHUNK + 1024);
-    let _ = writeln!(
-        text,
-        "parent {} · {} current generations · running {} · queued {} · settled {} · failed {} · cancelled {} · paused {}",
-        parent_id,
-        rows.len(),
-        count(Status::Running),
-        count(Status::Queued),
-        count(Status::Settled),
-        count(Status::Failed),
-        count(Status::Cancelled),
-        count(Status::Paused),
-    );
-    let now = crate::runtime::now_ms();
-    for row in tree_order(rows) {
-        let c = row.cells();
-        row_line(&mut text, &c, now);
-        text.push_str("  [");
-        text.push_str(c.presence.map_or("", Presence::as_str));
-        text.push_str("]\n");
-        if text.len() >= CHUNK {
-            out.write_all(text.as_bytes())?;
-            text.clear();
-        }
-    }
-    out.write_all(text.as_bytes())
-}
-
-/// Rows in tree order: each child right under its parent, siblings in admission order.
-/// Rows whose parent is not listed (the root's children, or a parent outside the selection)
-/// are roots.
-fn tree_order<'r, 'a>(rows: &'r [TableRow<'a>]) -> Vec<&'r TableRow<'a>> {
-    // Every row a child of the root: all roots, as listed.
-    if rows.iter().all(|r| r.2.is_none()) {
-        return rows.iter().collect();
-    }
-    let listed: std::collections::HashSet<uuid::Uuid> = rows.iter().map(|r| r.0).collect();
-    let mut children: std::collections::HashMap<uuid::Uuid, Vec<&'r TableRow<'a>>> =
-        std::collections::HashMap::new();
-    let mut roots = Vec::new();
-    for r in rows {
-        match r.2 {
-            Some(parent) if listed.contains(&parent) && parent != r.0 => {
-                children.entry(parent).or_default().push(r);
-            }
-            _ => roots.push(r),
-        }
-    }
-    let mut out = Vec::with_capacity(rows.len());
-    let mut stack: Vec<&'r TableRow<'a>> = roots.into_iter().rev().collect();
-    while let Some(r) = stack.pop() {
-        out.push(r);
-        if let Some(kids) = children.remove(&r.0) {
-            stack.extend(kids.into_iter().rev());
-        }
-    }
-    out
-}
-
-/// One row, without a line end: the same columns as [`snapshot_line`].
-fn row_line(out: &mut String, c: &Cells<'_>, now: u64) {
-    // Written straight into `out` (no string per cell, no formatting machinery): this runs
-    // for every row of the table.
-    use crate::text::{push_elapsed, push_u64};
-    for _ in 1..c.depth {
-        out.push_str("  ");
-    }
-    out.push_str(
-        c.id.hyphenated()
-            .encode_lower(&mut uuid::Uuid::encode_buffer()),
-    );
-    out.push('@');
-    push_u64(out, u64::from(c.generation));
-    out.push(' ');
-    push_padded(out, c.profile.as_str(), 14);
-    out.push(' ');
-    push_padded(out, c.status.as_str(), 9);
-    out.push(' ');
-    let written = crate::text::push_line_fit(out, c.assignment, 36);
-    pad_to(out, 36usize.saturating_sub(written));
-    out.push_str(" req ");
-    match c.requests {
-        Some(n) => push_u64(out, u64::from(n)),
-        None => out.push('—'),
-    }
-    out.push_str(" tok ");
-    match c.tokens {
-        Some(n) => push_u64(out, n),
-        None => out.push('—'),
-    }
-    match c.cost {
-        Some(cost) => {
-            out.push_str(" $");
-            crate::text::push_fixed4(out, cost);
-            out.push(' ');
-        }
-        None => out.push_str(" — "),
-    }
-    // Admission to disposal, or to now while it lasts, right-aligned in 6 columns (ASCII).
-    let elapsed = c.ended_at.unwrap_or(now).saturating_sub(c.created_at);
-    let start = out.len();
-    push_elapsed(out, elapsed);
-    let short = 6usize.saturating_sub(out.len() - start);
-    out.insert_str(start, &"      "[..short]);
-    if c.writer_lease {
-        out.push_str(" W");
-    }
-    out.push_str("  ");
-    let _ = crate::text::push_line_fit(out, c.activity.unwrap_or_default(), 40);
-}
-
-/// An ASCII word (a profile, a status) left-aligned in `columns`, as `{:<columns}` writes it.
-fn push_padded(out: &mut String, word: &str, columns: usize) {
-    out.push_str(word);
-    pad_to(out, columns.saturating_sub(word.len()));
-}
-
-fn pad_to(out: &mut String, spaces: usize) {
-    const SPACES: &str = "                                                ";
-    let mut left = spaces;
-    while left > 0 {
-        let n = left.min(SPACES.len());
-        out.push_str(&SPACES[..n]);
-        left -= n;
-    }
 }
 
 /// `status` with a target: the snapshot, its generations and presence.

@@ -39,10 +39,15 @@ impl PurposeFlags {
     }
 }
 
-fn with_context<T>(
-    session: Option<PathBuf>,
-    body: impl FnOnce(&Context<'_>) -> T,
-) -> Result<T, Error> {
+/// Which session, and whether the pi that owns it runs this command (`--from-pi`).
+#[derive(Clone, Debug, Default)]
+pub struct Target {
+    pub session: Option<PathBuf>,
+    pub from_pi: bool,
+}
+
+fn with_context<T>(target: Target, body: impl FnOnce(&Context<'_>) -> T) -> Result<T, Error> {
+    let Target { session, from_pi } = target;
     let cwd = std::env::current_dir()
         .and_then(std::fs::canonicalize)
         .map_err(|e| Error::Environment(format!("the current directory cannot be read: {e}")))?;
@@ -53,7 +58,13 @@ fn with_context<T>(
     let trust_cwd = cwd.clone();
     let trust_agent = agent.clone();
     let trusted = move || decide_trust(&trust_cwd, &trust_agent, None, &RealFs).map(|d| d.trusted);
-    let probe = ProcScan::default();
+    let probe = if from_pi {
+        // The extension runs `slate` directly (no shell), so the parent is that pi.
+        let host = u32::try_from(nix::unistd::getppid().as_raw()).unwrap_or(0);
+        ProcScan::default().with_host(host).map_err(Error::Usage)?
+    } else {
+        ProcScan::default()
+    };
     // An adoption pause validates the model against the routing policy of this directory.
     let routing = crate::config::routing::load_routing(&cwd, None)
         .map_err(|problems| Error::problems("the routing policy cannot be loaded", problems))?;
@@ -68,6 +79,7 @@ fn with_context<T>(
         gate: &gate,
         project_trusted: &trusted,
         now_ms: crate::runtime::now_ms(),
+        host_sends_kickoff: from_pi,
     };
     Ok(body(&ctx))
 }
@@ -117,13 +129,13 @@ pub fn handoff(
     printer: &Printer,
     flags: PurposeFlags,
     focus: &[String],
-    session: Option<PathBuf>,
+    target: Target,
     parent: Option<String>,
 ) -> Result<ExitCode, Error> {
     let focus = focus.join(" ");
     let focus = (!focus.trim().is_empty()).then_some(focus);
     let fleet = fleet(parent);
-    let report = with_context(session, |ctx| {
+    let report = with_context(target, |ctx| {
         run::handoff(ctx, flags.purpose(), focus.as_deref(), fleet)
     })??;
     if printer.json() {
@@ -218,8 +230,10 @@ pub fn resume(
     model: Option<String>,
     effort: Option<String>,
     session: Option<PathBuf>,
+    from_pi: bool,
 ) -> Result<ExitCode, Error> {
-    let report = with_context(session, |ctx| run::resume(ctx, model, effort))??;
+    let target = Target { session, from_pi };
+    let report = with_context(target, |ctx| run::resume(ctx, model, effort))??;
     if printer.json() {
         printer.value(&report)?;
     } else {

@@ -4,14 +4,14 @@
 
 use serde::Serialize;
 
-use crate::cli::fleet::{locate, status_view, summary_table, target, write_fleet_table};
+use crate::cli::fleet::{locate, status_view, summary_table, target};
 use crate::cli::{Error, ExitCode, Printer};
 use crate::control::Method as _;
 use crate::control::client::CONNECT_TIMEOUT;
 use crate::control::methods::{StatusParams, StatusResult, Target, method};
 use crate::control::oneshot;
 use crate::control::summary::{FleetSummary, SummaryRow};
-use crate::control::table::FleetTable;
+use crate::control::table::FleetText;
 
 /// `status --json` of an exited coordinator: its last summary rows from `events.jsonl`.
 #[derive(Serialize)]
@@ -57,20 +57,22 @@ pub fn run(printer: &Printer, words: &[String], parent: Option<&str>) -> Result<
         return Ok(ExitCode::Ok);
     }
     // `--json` prints the summary answer: its text is read once into typed rows that borrow
-    // from it, then written as it is (it is the rows' document). The table reads the table
-    // answer, the same rows in a third of the bytes.
+    // from it, then written as it is (it is the rows' document). The table is the text
+    // answer: the coordinator writes the lines (and keeps them while nothing changes), this
+    // command copies them to stdout.
     let params = StatusParams {
         target: None,
         summary: printer.json(),
-        table: !printer.json(),
+        text: !printer.json(),
+        ..StatusParams::default()
     };
     let raw = oneshot::call_raw::<method::Status>(located.stream, &params, CONNECT_TIMEOUT)?;
     if printer.json() {
         let fleet = raw.decode::<FleetSummary<'_>>(method::Status::NAME)?;
         printer.value_read_from(&raw, &fleet)?;
     } else {
-        let table = raw.decode::<FleetTable<'_>>(method::Status::NAME)?;
-        printer.write_with(|out| write_fleet_table(out, table.parent_id, &table.rows))?;
+        let table = raw.decode::<FleetText<'_>>(method::Status::NAME)?;
+        printer.write_with(|out| std::io::Write::write_all(out, table.text.as_bytes()))?;
     }
     Ok(ExitCode::Ok)
 }

@@ -22,7 +22,7 @@ use uuid::Uuid;
 
 use crate::control::protocol::ControlError;
 use crate::control::summary::FleetSummary;
-use crate::control::table::FleetTable;
+use crate::control::table::{FleetTable, FleetText};
 use crate::core::{
     AgentPresence, ChildRef, ChildSnapshot, MessageId, MessageMode, RegistryEvent, Reply,
     StatusView, SubmitStatus, WindowOutcome,
@@ -255,6 +255,10 @@ pub struct StatusParams {
     /// The fleet table's compact rows instead (ignored with a target; over `summary`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub table: bool,
+    /// The fleet table as text, exactly as `slate status` prints it (ignored with a target;
+    /// over `table` and `summary`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub text: bool,
 }
 
 /// `delegate`.
@@ -395,6 +399,25 @@ pub struct ShutdownResult {
     pub shutting_down: bool,
 }
 
+/// `hostExtensions`: the extension load units the host pi session has loaded (Slate's
+/// extension in the main session reports them once, from pi's tool provenance).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HostExtensionsParams {
+    pub units: Vec<crate::policy::host_extensions::HostUnit>,
+}
+
+/// What every worker of this session loads besides Slate's own extension, what a
+/// `workerExtensions` pattern matched but is withheld (with the reason), and the doctrine line
+/// for the main session's system prompt (`null` when nothing is selected).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HostExtensionsResult {
+    #[serde(flatten)]
+    pub selection: crate::policy::host_extensions::Selection,
+    pub doctrine: Option<String>,
+}
+
 /// The coordinator's counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -433,6 +456,8 @@ pub enum StatusResult {
     Summary(#[serde(deserialize_with = "FleetSummary::deserialize_owned")] FleetSummary<'static>),
     /// With `table: true`: the table's compact rows.
     Table(#[serde(deserialize_with = "FleetTable::deserialize_owned")] FleetTable<'static>),
+    /// With `text: true`: the table as `slate status` prints it.
+    Text(#[serde(deserialize_with = "FleetText::deserialize_owned")] FleetText<'static>),
 }
 
 /// A foreground `delegate`: the admission, then the drained window.
@@ -618,6 +643,8 @@ methods! {
     Profiles = "profiles", NoParams => ProfilesResult;
     Policy = "policy", NoParams => SchedulingPolicy;
     Shutdown = "shutdown", NoParams => ShutdownResult;
+    /// Root-only, once per session: selects the host extensions every worker loads too.
+    HostExtensions = "hostExtensions", HostExtensionsParams => HostExtensionsResult;
     /// Child-only: before a model request, compaction or tool execution of the caller.
     Guard = "guard", GuardParams => GuardResult;
     /// Child-only: one structured-result attempt of the caller (`submit_result`).

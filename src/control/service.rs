@@ -14,8 +14,9 @@ use crate::config::live::{LivePolicy, PolicyUnavailable};
 use crate::config::{Loaded, ProfilesView};
 use crate::control::methods::{
     DelegateOutcome, DelegateParams, DelegateResult, Event, FleetStats, FleetStatus, GuardParams,
-    GuardResult, ProfilesResult, RenewParams, Request, ShutdownResult, StatusParams, StatusResult,
-    SubmitParams, SubmitResult, Target, TranscriptResult,
+    GuardResult, HostExtensionsParams, HostExtensionsResult, ProfilesResult, RenewParams, Request,
+    ShutdownResult, StatusParams, StatusResult, SubmitParams, SubmitResult, Target,
+    TranscriptResult,
 };
 use crate::control::protocol::{ControlError, Payload};
 use crate::control::server::{BoxFuture, Handler, Session};
@@ -257,11 +258,49 @@ impl Service {
                     shutting_down: true,
                 })
             }
+            Request::HostExtensions(p) => raw(&self.host_extensions(&p)?),
             // The connection answers these itself; reaching here is a bug.
             Request::Hello(_) | Request::Subscribe(_) => Err(ControlError::internal(
                 "hello and subscribe are handled by the connection",
             )),
         }
+    }
+
+    /// `hostExtensions`: the session's `workerExtensions` patterns select from the units the
+    /// host reported (`policy::host_extensions`); workers started from now on load the
+    /// selection. Once per session: the set is resolved when the session starts.
+    fn host_extensions(
+        &self,
+        p: &HostExtensionsParams,
+    ) -> Result<HostExtensionsResult, ControlError> {
+        if let Err((path, rule)) = crate::policy::host_extensions::check(&p.units) {
+            return Err(ControlError::invalid_request(&format!(
+                "params{}: {rule}",
+                &path[1..]
+            )));
+        }
+        let patterns = self
+            .routing
+            .as_ref()
+            .map(|r| r.worker_extensions())
+            .unwrap_or_default();
+        let selection = crate::policy::host_extensions::select(&patterns, &p.units);
+        if !self
+            .rt
+            .actors()
+            .set_worker_extensions(selection.selected.clone())
+        {
+            return Err(ControlError::new(
+                "already-resolved",
+                "hostExtensions: this session's host extensions were already resolved; they are \
+                 resolved once per session (start a new pi session to change them)",
+            ));
+        }
+        let doctrine = crate::policy::host_extensions::doctrine(&selection.selected);
+        Ok(HostExtensionsResult {
+            selection,
+            doctrine,
+        })
     }
 
     /// With a target: the pinned snapshot, its generations and presence. Without: the fleet;
@@ -274,7 +313,7 @@ impl Service {
             let view = self.rt.query(move |c| c.status(r)).await??;
             return raw(&StatusResult::Generation(Box::new(view)));
         }
-        if p.summary || p.table {
+        if p.summary || p.table || p.text {
             // No input since the last answer, and a read would not apply a new scheduling
             // policy (`Actor::refresh_policy`): that answer again, without the actor.
             let fresh = self
@@ -296,7 +335,9 @@ impl Service {
                     Summary::Changed(summary) => self.summary.keep(summary, epoch),
                 }
             };
-            let text = if p.table {
+            let text = if p.text {
+                written.rendered_text(crate::runtime::now_ms())
+            } else if p.table {
                 written.table_text()
             } else {
                 written.summary_text()

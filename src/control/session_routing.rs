@@ -83,6 +83,15 @@ impl SessionRouting {
         }))
     }
 
+    /// The session's `workerExtensions` patterns (none without a routing report).
+    pub fn worker_extensions(&self) -> Vec<String> {
+        self.lock()
+            .report
+            .as_ref()
+            .map(|r| r.worker_extensions.clone())
+            .unwrap_or_default()
+    }
+
     /// Publish what a finished generation proves: only a settled one without error publishes.
     /// Returns whether the remembered provider changed.
     pub fn observe(&self, snapshot: &ChildSnapshot) -> bool {

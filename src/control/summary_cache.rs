@@ -18,7 +18,7 @@ use serde_json::value::RawValue;
 
 use crate::control::methods::FleetStats;
 use crate::control::summary::{FleetSummary, SummaryRow};
-use crate::control::table::{FleetTable, TableRow};
+use crate::control::table::{FleetTable, FleetText, TableRow, write_fleet_table_at};
 use crate::core::Coordinator;
 
 /// The last summary answer read from the registry, and its texts once written.
@@ -38,6 +38,9 @@ pub struct Written {
     text: OnceLock<Arc<RawValue>>,
     /// The table answer (`status {table: true}`).
     table: OnceLock<Arc<RawValue>>,
+    /// The text answer (`status {text: true}`), kept only when no row's elapsed time is
+    /// still counting (every row has ended).
+    rendered: OnceLock<Arc<RawValue>>,
 }
 
 /// What the actor read.
@@ -97,6 +100,7 @@ impl SummaryCache {
             epoch: AtomicU64::new(epoch),
             text: OnceLock::new(),
             table: OnceLock::new(),
+            rendered: OnceLock::new(),
         });
         *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&written));
         written
@@ -124,6 +128,38 @@ impl Written {
                 rows: rows.map(|row| TableRow::of(row, parent_id)).collect(),
             })
         })
+    }
+
+    /// The text answer at `now` (epoch milliseconds): the table's lines as `slate status`
+    /// prints them. A row that has not ended shows its elapsed time up to `now`, so such a
+    /// table is written for each answer; one whose rows have all ended is written once.
+    pub fn rendered_text(&self, now: u64) -> serde_json::Result<Arc<RawValue>> {
+        let write = || {
+            let parent_id = self.summary.parent_id;
+            let rows: Vec<TableRow<'_>> = self
+                .summary
+                .children
+                .iter()
+                .map(|row| TableRow::of(row, parent_id))
+                .collect();
+            let mut text = Vec::with_capacity(160 * (rows.len() + 1));
+            // Writing into memory cannot fail.
+            let _ = write_fleet_table_at(&mut text, parent_id, &rows, now);
+            crate::json::to_raw_value(&FleetText {
+                parent_id,
+                text: String::from_utf8_lossy(&text),
+            })
+        };
+        if self
+            .summary
+            .children
+            .iter()
+            .all(|row| row.ended_at.is_some())
+        {
+            once(&self.rendered, write)
+        } else {
+            write().map(Arc::from)
+        }
     }
 }
 

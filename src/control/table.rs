@@ -12,6 +12,7 @@
 //! own result owns them ([`FleetTable::deserialize_owned`]).
 
 use std::borrow::Cow;
+use std::fmt::Write as _;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -27,6 +28,36 @@ pub struct FleetTable<'a> {
     pub parent_id: Uuid,
     #[serde(borrow, deserialize_with = "rows_with_room")]
     pub rows: Vec<TableRow<'a>>,
+}
+
+/// `status {text: true}`: the fleet table exactly as `slate status` and `subagent-status`
+/// print it (header line, rows in tree order, each line ending in a newline).
+///
+/// The coordinator writes it with the same [`write_fleet_table`] the command would run on
+/// table rows, and keeps it while nothing changes (a table whose every row has ended has no
+/// clock in it). The command then only copies it to stdout: reading 1,000 compact rows and
+/// writing their lines was most of a poll's own work.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FleetText<'a> {
+    pub parent_id: Uuid,
+    /// The lines, already sanitized for a terminal (untrusted text went through
+    /// [`crate::text::SafeText`] as it was fitted to its column).
+    #[serde(borrow)]
+    pub text: Cow<'a, str>,
+}
+
+impl FleetText<'_> {
+    /// Reads an owned answer (the protocol's result type must not borrow).
+    pub fn deserialize_owned<'de, D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<FleetText<'static>, D::Error> {
+        let text = FleetText::deserialize(deserializer)?;
+        Ok(FleetText {
+            parent_id: text.parent_id,
+            text: Cow::Owned(text.text.into_owned()),
+        })
+    }
 }
 
 /// Rows read into a vector with room for [`ROWS_ROOM`] of them from the start: reserved
@@ -230,5 +261,150 @@ impl FleetTable<'_> {
             parent_id: table.parent_id,
             rows: table.rows.into_iter().map(TableRow::into_owned).collect(),
         })
+    }
+}
+
+/// The fleet table (`status` without a target) from typed table rows, written to `out` a
+/// few dozen kilobytes at a time (a 1,000-row table is never held whole).
+pub fn write_fleet_table(
+    out: &mut impl std::io::Write,
+    parent_id: uuid::Uuid,
+    rows: &[TableRow<'_>],
+) -> std::io::Result<()> {
+    write_fleet_table_at(out, parent_id, rows, crate::runtime::now_ms())
+}
+
+/// [`write_fleet_table`] with rows that have not ended counted up to `now`.
+pub fn write_fleet_table_at(
+    out: &mut impl std::io::Write,
+    parent_id: uuid::Uuid,
+    rows: &[TableRow<'_>],
+    now: u64,
+) -> std::io::Result<()> {
+    const CHUNK: usize = 32 * 1024;
+    let count = |status: Status| rows.iter().filter(|r| r.5 == status).count();
+    let mut text = String::with_capacity(CHUNK + 1024);
+    let _ = writeln!(
+        text,
+        "parent {} · {} current generations · running {} · queued {} · settled {} · failed {} · cancelled {} · paused {}",
+        parent_id,
+        rows.len(),
+        count(Status::Running),
+        count(Status::Queued),
+        count(Status::Settled),
+        count(Status::Failed),
+        count(Status::Cancelled),
+        count(Status::Paused),
+    );
+    for row in tree_order(rows) {
+        let c = row.cells();
+        row_line(&mut text, &c, now);
+        text.push_str("  [");
+        text.push_str(c.presence.map_or("", Presence::as_str));
+        text.push_str("]\n");
+        if text.len() >= CHUNK {
+            out.write_all(text.as_bytes())?;
+            text.clear();
+        }
+    }
+    out.write_all(text.as_bytes())
+}
+
+/// Rows in tree order: each child right under its parent, siblings in admission order.
+/// Rows whose parent is not listed (the root's children, or a parent outside the selection)
+/// are roots.
+fn tree_order<'r, 'a>(rows: &'r [TableRow<'a>]) -> Vec<&'r TableRow<'a>> {
+    // Every row a child of the root: all roots, as listed.
+    if rows.iter().all(|r| r.2.is_none()) {
+        return rows.iter().collect();
+    }
+    let listed: std::collections::HashSet<uuid::Uuid> = rows.iter().map(|r| r.0).collect();
+    let mut children: std::collections::HashMap<uuid::Uuid, Vec<&'r TableRow<'a>>> =
+        std::collections::HashMap::new();
+    let mut roots = Vec::new();
+    for r in rows {
+        match r.2 {
+            Some(parent) if listed.contains(&parent) && parent != r.0 => {
+                children.entry(parent).or_default().push(r);
+            }
+            _ => roots.push(r),
+        }
+    }
+    let mut out = Vec::with_capacity(rows.len());
+    let mut stack: Vec<&'r TableRow<'a>> = roots.into_iter().rev().collect();
+    while let Some(r) = stack.pop() {
+        out.push(r);
+        if let Some(kids) = children.remove(&r.0) {
+            stack.extend(kids.into_iter().rev());
+        }
+    }
+    out
+}
+
+/// One row, without a line end: the same columns as [`snapshot_line`].
+pub(crate) fn row_line(out: &mut String, c: &Cells<'_>, now: u64) {
+    // Written straight into `out` (no string per cell, no formatting machinery): this runs
+    // for every row of the table.
+    use crate::text::{push_elapsed, push_u64};
+    for _ in 1..c.depth {
+        out.push_str("  ");
+    }
+    out.push_str(
+        c.id.hyphenated()
+            .encode_lower(&mut uuid::Uuid::encode_buffer()),
+    );
+    out.push('@');
+    push_u64(out, u64::from(c.generation));
+    out.push(' ');
+    push_padded(out, c.profile.as_str(), 14);
+    out.push(' ');
+    push_padded(out, c.status.as_str(), 9);
+    out.push(' ');
+    let written = crate::text::push_line_fit(out, c.assignment, 36);
+    pad_to(out, 36usize.saturating_sub(written));
+    out.push_str(" req ");
+    match c.requests {
+        Some(n) => push_u64(out, u64::from(n)),
+        None => out.push('—'),
+    }
+    out.push_str(" tok ");
+    match c.tokens {
+        Some(n) => push_u64(out, n),
+        None => out.push('—'),
+    }
+    match c.cost {
+        Some(cost) => {
+            out.push_str(" $");
+            crate::text::push_fixed4(out, cost);
+            out.push(' ');
+        }
+        None => out.push_str(" — "),
+    }
+    // Admission to disposal, or to now while it lasts, right-aligned in 6 columns (ASCII).
+    let elapsed = c.ended_at.unwrap_or(now).saturating_sub(c.created_at);
+    let start = out.len();
+    push_elapsed(out, elapsed);
+    let short = 6usize.saturating_sub(out.len() - start);
+    out.insert_str(start, &"      "[..short]);
+    if c.writer_lease {
+        out.push_str(" W");
+    }
+    out.push_str("  ");
+    let _ = crate::text::push_line_fit(out, c.activity.unwrap_or_default(), 40);
+}
+
+/// An ASCII word (a profile, a status) left-aligned in `columns`, as `{:<columns}` writes it.
+fn push_padded(out: &mut String, word: &str, columns: usize) {
+    out.push_str(word);
+    pad_to(out, columns.saturating_sub(word.len()));
+}
+
+fn pad_to(out: &mut String, spaces: usize) {
+    const SPACES: &str = "                                                ";
+    let mut left = spaces;
+    while left > 0 {
+        let n = left.min(SPACES.len());
+        out.push_str(&SPACES[..n]);
+        left -= n;
     }
 }

@@ -92,8 +92,19 @@ pub struct HandoffReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kickoff: Option<KickoffReport>,
     pub adoption: AdoptionReport,
+    /// `--from-pi`: the kickoff claimed in the successor for pi to send (it is not written).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claimed_kickoff: Option<ClaimedKickoff>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+}
+
+/// A kickoff that is claimed and left for the host pi to send (`--from-pi`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClaimedKickoff {
+    pub id: String,
+    pub text: String,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -115,7 +126,8 @@ pub struct AdoptionReport {
     pub pause_reason: Option<PauseReason>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<Problem>,
-    /// `delivered`, `pending`, `claimed-undelivered` or `none`.
+    /// `delivered`, `claimed` (`--from-pi`: claimed, pi sends it), `pending`,
+    /// `claimed-undelivered` or `none`.
     pub kickoff: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -134,10 +146,13 @@ pub struct ResumeReport {
     pub model: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub thinking_level: Option<String>,
-    /// `claimed` (claimed and written), `claimed-undelivered` (claimed; the message could not
-    /// be written — ask for continuation manually), `already-claimed` (never replayed) or
-    /// `none`.
+    /// `claimed` (claimed and written; with `--from-pi` claimed and left to pi, see
+    /// `claimed_kickoff`), `claimed-undelivered` (claimed; the message could not be written —
+    /// ask for continuation manually), `already-claimed` (never replayed) or `none`.
     pub kickoff: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kickoff_error: Option<String>,
+    /// `--from-pi`: the claimed kickoff for pi to send.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claimed_kickoff: Option<ClaimedKickoff>,
 }

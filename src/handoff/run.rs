@@ -11,7 +11,9 @@ use super::records::{
     CLAIM_TYPE, ClaimRecord, HANDOFF_TYPE, KICKOFF_TYPE, Kickoff, KickoffSource, PURPOSE_TYPE,
     Purpose, STATE_TYPE,
 };
-pub use super::report::{AdoptionReport, Fleet, HandoffReport, KickoffReport, ResumeReport};
+pub use super::report::{
+    AdoptionReport, ClaimedKickoff, Fleet, HandoffReport, KickoffReport, ResumeReport,
+};
 use super::rules::{self, Adoption, HandoffInput, ResumePlan, ResumeRefusal, Template, data};
 use crate::policy::Problem;
 use crate::store::paths;
@@ -37,6 +39,9 @@ pub struct Context<'a> {
     /// pi's project-trust decision for `cwd`, asked only when a project template is involved.
     pub project_trusted: &'a dyn Fn() -> Result<bool, Vec<Problem>>,
     pub now_ms: u64,
+    /// `--from-pi`: the host pi sends the kickoff (as the hidden `slate-kickoff` message that
+    /// starts a turn); Slate claims it and reports it instead of writing the message.
+    pub host_sends_kickoff: bool,
 }
 
 /// A handoff or resume that did not happen (or did not finish).
@@ -231,7 +236,7 @@ pub fn handoff(
         ));
     }
     // 4. The successor adopts its entry.
-    let adoption = adopt_successor(ctx, &plan.record, &mut successor);
+    let (adoption, claimed_kickoff) = adopt_successor(ctx, &plan.record, &mut successor);
     Ok(HandoffReport {
         session_id: current.header.id.clone(),
         session_file: current.path.clone(),
@@ -250,6 +255,7 @@ pub fn handoff(
             chars: k.text.chars().count(),
         }),
         adoption,
+        claimed_kickoff,
         warnings,
     })
 }
@@ -259,32 +265,40 @@ fn adopt_successor(
     ctx: &Context<'_>,
     record: &super::records::HandoffRecord,
     successor: &mut Session,
-) -> AdoptionReport {
+) -> (AdoptionReport, Option<ClaimedKickoff>) {
     let needs_trust = record
         .kickoff
         .as_ref()
         .is_some_and(|k| k.source == KickoffSource::Project);
     let trusted = !needs_trust || (ctx.project_trusted)().unwrap_or(false);
     match rules::adopt(record, ctx.gate, trusted) {
-        Adoption::Adopted(resume) => match apply_resume(successor, &resume, ctx.now_ms) {
-            Ok(out) => AdoptionReport {
-                status: "adopted",
-                pause_reason: None,
-                problems: Vec::new(),
-                kickoff: match out.kickoff {
-                    "claimed" => "delivered",
-                    other => other,
-                },
-                error: out.kickoff_error,
-            },
-            Err(e) => AdoptionReport {
-                status: "failed",
-                pause_reason: None,
-                problems: Vec::new(),
-                kickoff: "pending",
-                error: Some(e.to_string()),
-            },
-        },
+        Adoption::Adopted(resume) => {
+            match apply_resume(successor, &resume, ctx.now_ms, ctx.host_sends_kickoff) {
+                Ok(out) => (
+                    AdoptionReport {
+                        status: "adopted",
+                        pause_reason: None,
+                        problems: Vec::new(),
+                        kickoff: match out.kickoff {
+                            "claimed" if out.claimed.is_none() => "delivered",
+                            other => other,
+                        },
+                        error: out.kickoff_error,
+                    },
+                    out.claimed,
+                ),
+                Err(e) => (
+                    AdoptionReport {
+                        status: "failed",
+                        pause_reason: None,
+                        problems: Vec::new(),
+                        kickoff: "pending",
+                        error: Some(e.to_string()),
+                    },
+                    None,
+                ),
+            }
+        }
         Adoption::Paused {
             state,
             reason,
@@ -295,17 +309,20 @@ fn adopt_successor(
                 &[NewEntry::custom(STATE_TYPE, data(&state))],
                 ctx.now_ms,
             );
-            AdoptionReport {
-                status: if saved.is_ok() { "paused" } else { "failed" },
-                pause_reason: Some(reason),
-                problems,
-                kickoff: if state.kickoff.is_some() {
-                    "pending"
-                } else {
-                    "none"
+            (
+                AdoptionReport {
+                    status: if saved.is_ok() { "paused" } else { "failed" },
+                    pause_reason: Some(reason),
+                    problems,
+                    kickoff: if state.kickoff.is_some() {
+                        "pending"
+                    } else {
+                        "none"
+                    },
+                    error: saved.err().map(|e| e.to_string()),
                 },
-                error: saved.err().map(|e| e.to_string()),
-            }
+                None,
+            )
         }
     }
 }
@@ -313,16 +330,19 @@ fn adopt_successor(
 struct Applied {
     kickoff: &'static str,
     kickoff_error: Option<String>,
+    /// Claimed and left for the host pi to send.
+    claimed: Option<ClaimedKickoff>,
 }
 
 /// Write a resume plan: (A) model entries and the unpaused state, then (B) the claim, then
 /// (C) the hidden kickoff message, each its own fsync'd append. A failure of A keeps the
 /// pause (the file is cut back); a failure after B leaves the kickoff claimed and never
-/// replayed.
+/// replayed. With `host_sends`, C is the host pi's: the claimed kickoff is returned instead.
 fn apply_resume(
     session: &mut Session,
     plan: &ResumePlan,
     now_ms: u64,
+    host_sends: bool,
 ) -> Result<Applied, SessionError> {
     let mut first = Vec::new();
     if let Some(m) = &plan.selected.model {
@@ -350,6 +370,7 @@ fn apply_resume(
                 "none"
             },
             kickoff_error: None,
+            claimed: None,
         });
     };
     let claim = ClaimRecord {
@@ -365,6 +386,17 @@ fn apply_resume(
         return Ok(Applied {
             kickoff: "none",
             kickoff_error: Some(format!("the kickoff could not be claimed: {e}")),
+            claimed: None,
+        });
+    }
+    if host_sends {
+        return Ok(Applied {
+            kickoff: "claimed",
+            kickoff_error: None,
+            claimed: Some(ClaimedKickoff {
+                id: kickoff.id.clone(),
+                text: kickoff.text.clone(),
+            }),
         });
     }
     let delivered = append_entries(session, &[kickoff_message(kickoff)], now_ms);
@@ -380,6 +412,7 @@ fn apply_resume(
                  ask for continuation manually"
             )
         }),
+        claimed: None,
     })
 }
 
@@ -416,9 +449,11 @@ pub fn resume(
     let args = super::gate::ModelChoice { model, effort };
     let plan =
         rules::plan_resume(&view, &args, ctx.gate, trusted).map_err(|r| refusal(&view, r))?;
-    let applied = apply_resume(&mut s, &plan, ctx.now_ms).map_err(|e| HandoffError::Refused {
-        what: format!("the unpaused state could not be saved, so the pause stays: {e}"),
-        problems: Vec::new(),
+    let applied = apply_resume(&mut s, &plan, ctx.now_ms, ctx.host_sends_kickoff).map_err(|e| {
+        HandoffError::Refused {
+            what: format!("the unpaused state could not be saved, so the pause stays: {e}"),
+            problems: Vec::new(),
+        }
     })?;
     Ok(ResumeReport {
         session_id: s.header.id.clone(),
@@ -429,6 +464,7 @@ pub fn resume(
         thinking_level: plan.state.thinking_level.clone(),
         kickoff: applied.kickoff,
         kickoff_error: applied.kickoff_error,
+        claimed_kickoff: applied.claimed,
     })
 }
 

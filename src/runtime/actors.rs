@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::core::ChildRef;
+use crate::policy::host_extensions::WorkerExtension;
 
 /// Random bytes in a capability (256 bits; the contract asks for at least 128).
 const CAPABILITY_BYTES: usize = 32;
@@ -95,6 +96,10 @@ struct LiveWorker {
 struct Inner {
     /// The control socket workers are told about (`SLATE_SOCKET`), once one is bound.
     socket: Option<PathBuf>,
+    /// The host session's extensions every worker started from now on loads after Slate's
+    /// own (`workerExtensions`, decided once per session: `policy::host_extensions`).
+    worker_extensions: Arc<[WorkerExtension]>,
+    extensions_set: bool,
     workers: HashMap<ChildRef, LiveWorker>,
     by_capability: HashMap<Capability, ChildRef>,
     by_pid: HashMap<u32, ChildRef>,
@@ -124,6 +129,22 @@ impl ActorRegistry {
 
     pub fn socket(&self) -> Option<PathBuf> {
         self.lock().socket.clone()
+    }
+
+    /// The host extensions workers started from now on load. `false` (and nothing changes)
+    /// once a selection was set: the set is resolved once per session.
+    pub fn set_worker_extensions(&self, selected: Vec<WorkerExtension>) -> bool {
+        let mut inner = self.lock();
+        if inner.extensions_set {
+            return false;
+        }
+        inner.extensions_set = true;
+        inner.worker_extensions = selected.into();
+        true
+    }
+
+    pub fn worker_extensions(&self) -> Arc<[WorkerExtension]> {
+        Arc::clone(&self.lock().worker_extensions)
     }
 
     /// A worker of `child` is being started: a fresh capability, replacing (and revoking)

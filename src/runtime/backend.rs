@@ -50,6 +50,8 @@ pub struct WorkerIdentity {
     child: ChildRef,
     capability: Capability,
     socket: Option<PathBuf>,
+    /// The host extensions this worker loads after Slate's own (`workerExtensions`).
+    extensions: std::sync::Arc<[crate::policy::host_extensions::WorkerExtension]>,
     registry: ActorRegistry,
 }
 
@@ -73,6 +75,7 @@ impl WorkerIdentity {
         Self {
             child,
             socket: registry.socket(),
+            extensions: registry.worker_extensions(),
             capability,
             registry,
         }
@@ -84,6 +87,11 @@ impl WorkerIdentity {
 
     pub fn socket(&self) -> Option<&std::path::Path> {
         self.socket.as_deref()
+    }
+
+    /// The host session's extensions this worker loads too (`workerExtensions`).
+    pub fn extensions(&self) -> &[crate::policy::host_extensions::WorkerExtension] {
+        &self.extensions
     }
 
     /// The environment a worker process gets: where its capability is

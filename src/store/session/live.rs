@@ -14,6 +14,10 @@
 //!    `PI_CODING_AGENT_SESSION_DIR`, or pi's default `<agentDir>/sessions/--<cwd>--/` computed
 //!    from its environment (`PI_CODING_AGENT_DIR`, `HOME`) and working directory.
 //!
+//! With `--from-pi` the pi that ran the command (its parent process, which must be a pi) is not
+//! counted: that is the session's owner asking through Slate's extension, idle, and it lets go
+//! of the session right after (it switches to the successor, or re-opens the session).
+//!
 //! A pi process is one whose `comm` or title is `pi` or `pi-rpc`, or whose command line
 //! names `pi-coding-agent`. A pi whose parent process is `slate` is one of Slate's own workers:
 //! it writes only its transcripts under the `--session-dir` Slate gave it, so only rule 1
@@ -60,12 +64,15 @@ impl LiveProbe for NoProbe {
 #[derive(Clone, Debug)]
 pub struct ProcScan {
     root: PathBuf,
+    /// The pi that owns the session and ran this command itself (`--from-pi`).
+    host: Option<u32>,
 }
 
 impl Default for ProcScan {
     fn default() -> Self {
         Self {
             root: PathBuf::from("/proc"),
+            host: None,
         }
     }
 }
@@ -73,7 +80,26 @@ impl Default for ProcScan {
 impl ProcScan {
     /// A scan of another `/proc`-shaped tree (tests build one).
     pub fn with_root(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+        Self {
+            root: root.into(),
+            host: None,
+        }
+    }
+
+    /// Do not count `pid` as a writer: the pi that owns the session, idle, asking through its
+    /// Slate extension (which then switches away from or re-opens the session). Refused unless
+    /// `pid` is a pi process.
+    pub fn with_host(self, pid: u32) -> Result<Self, String> {
+        if !is_pi(&self.root.join(pid.to_string())) {
+            return Err(format!(
+                "--from-pi: this command's parent process (pid {pid}) is not pi; only the Slate \
+                 extension inside the pi that owns the session passes --from-pi"
+            ));
+        }
+        Ok(Self {
+            host: Some(pid),
+            ..self
+        })
     }
 }
 
@@ -92,7 +118,7 @@ impl LiveProbe for ProcScan {
             else {
                 continue;
             };
-            if pid == me || !is_pi(&entry.path()) {
+            if pid == me || Some(pid) == self.host || !is_pi(&entry.path()) {
                 continue;
             }
             if let Some(why) = uses(

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::core::WorkerStart;
+use crate::policy::host_extensions::WorkerExtension;
 use crate::runtime::backend::WorkerDirs;
 
 /// Environment variables that belong to Slate and are not passed to workers.
@@ -13,7 +14,8 @@ pub fn is_slate_variable(name: &str) -> bool {
 }
 
 /// The system prompt: the role prompt, then the worker's identity and its skill paths.
-pub fn system_prompt(start: &WorkerStart) -> String {
+/// `host`: the host session's extensions it loads too (their tools are among its tools).
+pub fn system_prompt(start: &WorkerStart, host: &[WorkerExtension]) -> String {
     let spec = &start.spec;
     let mut prompt = spec.role_prompt.trim_end().to_owned();
     if !prompt.is_empty() {
@@ -26,7 +28,7 @@ pub fn system_prompt(start: &WorkerStart) -> String {
         start.child, spec.profile, start.depth, start.parent
     );
     let _ = writeln!(prompt, "Your workspace is {}.", spec.cwd);
-    let _ = writeln!(prompt, "Your tools: {}.", tool_names(start).join(", "));
+    let _ = writeln!(prompt, "Your tools: {}.", all_tools(start, host).join(", "));
     if let Some(schema) = &spec.result_schema {
         let _ = writeln!(
             prompt,
@@ -69,6 +71,17 @@ pub fn tool_names(start: &WorkerStart) -> Vec<&'static str> {
     tools
 }
 
+/// [`tool_names`], then the tools of the host extensions the worker loads (each once).
+fn all_tools<'a>(start: &WorkerStart, host: &'a [WorkerExtension]) -> Vec<&'a str> {
+    let mut tools: Vec<&str> = tool_names(start);
+    for tool in host.iter().flat_map(|unit| &unit.tools) {
+        if !tools.contains(&tool.as_str()) {
+            tools.push(tool);
+        }
+    }
+    tools
+}
+
 /// `submit_result`: granted to a task with a `resultSchema`.
 pub const SUBMIT_RESULT: &str = "submit_result";
 /// `delegate_task`: granted to a task with spawn role grants.
@@ -77,8 +90,15 @@ pub const DELEGATE_TASK: &str = "delegate_task";
 pub const DELEGATE_COORDINATE: &str = "delegate_coordinate";
 
 /// Arguments after the pi command itself; `extension` is the absolute path of Slate's
-/// extension entry file.
-pub fn arguments(start: &WorkerStart, dirs: &WorkerDirs, extension: &Path) -> Vec<OsString> {
+/// extension entry file, `host` the host session's extensions every worker loads after it
+/// (`workerExtensions`, `policy::host_extensions`): each by its absolute path, its tools
+/// named in `--tools` on top of the worker's own.
+pub fn arguments(
+    start: &WorkerStart,
+    dirs: &WorkerDirs,
+    extension: &Path,
+    host: &[WorkerExtension],
+) -> Vec<OsString> {
     let spec = &start.spec;
     let mut args: Vec<OsString> = vec!["--mode".into(), "rpc".into()];
     if let Some(model) = &spec.model {
@@ -90,9 +110,9 @@ pub fn arguments(start: &WorkerStart, dirs: &WorkerDirs, extension: &Path) -> Ve
         }
     }
     args.push("--system-prompt".into());
-    args.push(system_prompt(start).into());
+    args.push(system_prompt(start, host).into());
     args.push("--tools".into());
-    args.push(tool_names(start).join(",").into());
+    args.push(all_tools(start, host).join(",").into());
     // No discovered, settings-listed or built-in extension, no MCP: only Slate's own,
     // loaded by absolute path (pi resolves `-e` against its cwd).
     for flag in ["-ne", "--no-mcp", "-ns", "-np", "--no-themes", "-nc"] {
@@ -100,6 +120,10 @@ pub fn arguments(start: &WorkerStart, dirs: &WorkerDirs, extension: &Path) -> Ve
     }
     args.push("-e".into());
     args.push(extension.as_os_str().to_owned());
+    for unit in host {
+        args.push("-e".into());
+        args.push(unit.path.clone().into_os_string());
+    }
     args.push("--session-dir".into());
     args.push(dirs.transcripts.clone().into_os_string());
     if start.resume_session {
@@ -164,9 +188,45 @@ mod tests {
     }
 
     #[test]
+    fn host_extensions_load_after_slates_own_and_add_their_tools() {
+        let spec = TaskSpec::new("a", Role::Scout, "/w");
+        let host = [WorkerExtension {
+            source: "npm:pi-web-search@1.3.1".into(),
+            path: "/n/pi-web-search/index.ts".into(),
+            tools: vec!["web_search".into(), "read".into()],
+        }];
+        let args = arguments(
+            &start(spec.clone()),
+            &dirs(),
+            Path::new("/cache/ext/index.ts"),
+            &host,
+        );
+        let args: Vec<&str> = args
+            .iter()
+            .map(|a| a.to_str().unwrap_or_default())
+            .collect();
+        let loads: Vec<&str> = args
+            .windows(2)
+            .filter(|w| w[0] == "-e")
+            .map(|w| w[1])
+            .collect();
+        assert_eq!(loads, ["/cache/ext/index.ts", "/n/pi-web-search/index.ts"]);
+        let tools = args.windows(2).find(|w| w[0] == "--tools").map(|w| w[1]);
+        assert_eq!(
+            tools,
+            Some("read,grep,find,ls,web_search"),
+            "each tool once"
+        );
+        assert!(
+            system_prompt(&start(spec), &host)
+                .contains("Your tools: read, grep, find, ls, web_search.")
+        );
+    }
+
+    #[test]
     fn the_extension_is_loaded_by_absolute_path_with_every_other_extension_off() {
         let spec = TaskSpec::new("a", Role::General, "/w");
-        let args = arguments(&start(spec), &dirs(), Path::new("/cache/ext/index.ts"));
+        let args = arguments(&start(spec), &dirs(), Path::new("/cache/ext/index.ts"), &[]);
         let args: Vec<&str> = args
             .iter()
             .map(|a| a.to_str().unwrap_or_default())
@@ -191,7 +251,7 @@ mod tests {
     fn a_schema_task_is_told_the_schema_and_how_to_submit() {
         let mut spec = TaskSpec::new("a", Role::Scout, "/w");
         spec.result_schema = Some(serde_json::json!({"type": "object", "required": ["n"]}));
-        let prompt = system_prompt(&start(spec));
+        let prompt = system_prompt(&start(spec), &[]);
         assert!(prompt.contains("submit_result"), "{prompt}");
         assert!(
             prompt.contains(r#"{"required":["n"],"type":"object"}"#),

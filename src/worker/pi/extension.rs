@@ -1,4 +1,6 @@
-//! Slate's pi worker extension (`extension/` in the repository), shipped inside the binary.
+//! Slate's pi extension (`extension/` in the repository), shipped inside the binary: the same
+//! files serve a worker (written here for each launch) and the user's main session (written by
+//! `slate pi install`).
 //!
 //! pi loads an extension from files (`-e <abs path>/index.ts`; `.ts` straight from source, no
 //! build step), so every file of it is compiled in with `include_str!` ([`FILES`]) and written
@@ -40,7 +42,16 @@ pub const ENTRY: &str = "index.ts";
 /// Every file of `extension/` that pi loads, by name (`extension/test/` is not shipped). A test
 /// compares this table with the directory, so a new file cannot be forgotten.
 pub const FILES: &[(&str, &str)] = &[
+    ("cli.ts", include_str!("../../../extension/cli.ts")),
+    (
+        "commands.ts",
+        include_str!("../../../extension/commands.ts"),
+    ),
     ("control.ts", include_str!("../../../extension/control.ts")),
+    (
+        "coordinator.ts",
+        include_str!("../../../extension/coordinator.ts"),
+    ),
     (
         "delegate_coordinate.ts",
         include_str!("../../../extension/delegate_coordinate.ts"),
@@ -49,20 +60,49 @@ pub const FILES: &[(&str, &str)] = &[
         "delegate_task.ts",
         include_str!("../../../extension/delegate_task.ts"),
     ),
+    (
+        "delivery.ts",
+        include_str!("../../../extension/delivery.ts"),
+    ),
     ("guards.ts", include_str!("../../../extension/guards.ts")),
+    ("handoff.ts", include_str!("../../../extension/handoff.ts")),
+    (
+        "host_extensions.ts",
+        include_str!("../../../extension/host_extensions.ts"),
+    ),
     (
         "identity.ts",
         include_str!("../../../extension/identity.ts"),
     ),
     ("index.ts", include_str!("../../../extension/index.ts")),
+    ("install.ts", include_str!("../../../extension/install.ts")),
+    (
+        "main_session.ts",
+        include_str!("../../../extension/main_session.ts"),
+    ),
     (
         "protocol.ts",
         include_str!("../../../extension/protocol.ts"),
     ),
     (
+        "reservation.ts",
+        include_str!("../../../extension/reservation.ts"),
+    ),
+    (
+        "root_tools.ts",
+        include_str!("../../../extension/root_tools.ts"),
+    ),
+    ("runtime.ts", include_str!("../../../extension/runtime.ts")),
+    (
+        "subagent.ts",
+        include_str!("../../../extension/subagent.ts"),
+    ),
+    (
         "submit_result.ts",
         include_str!("../../../extension/submit_result.ts"),
     ),
+    ("widget.ts", include_str!("../../../extension/widget.ts")),
+    ("worker.ts", include_str!("../../../extension/worker.ts")),
 ];
 
 /// Name of the directory under the cache dir that holds the content-addressed copies.

@@ -214,7 +214,7 @@ fn spawn_pi(
         .map_err(|e| std::io::Error::other(e.to_string()))?;
     command
         .envs(identity.environment())
-        .args(arguments(start, dirs, extension))
+        .args(arguments(start, dirs, extension, identity.extensions()))
         .current_dir(&start.spec.cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

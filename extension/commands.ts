@@ -1,0 +1,204 @@
+/**
+ * The slash commands of the main session. Each runs the `slate` CLI for this session's
+ * coordinator (`--parent <session id>`) and shows the CLI's own text, so `/subagent-status`
+ * says exactly what `slate status` says:
+ *
+ * | command | runs |
+ * |---|---|
+ * | `/subagent-status [id generation]` | `slate status --parent P [-- id generation]` |
+ * | `/subagent-stop id generation` | `slate stop --parent P -- id generation` |
+ * | `/subagent-steer id generation text` | `slate steer --parent P -- id@generation text` |
+ * | `/subagent-profiles` | `slate profiles --text` |
+ * | `/subagent-hub` | in tmux: `tmux split-window -h -c <cwd> '<slate>' hub --parent P`; otherwise shows that command |
+ * | `/slate effective [flags]` | `slate effective [flags]` |
+ * | `/slate handoff …`, `/slate resume …` | see handoff.ts |
+ *
+ * The CLI checks every argument (an identity is `UUID@generation` or `UUID generation`); the
+ * words are passed after `--`, so text that starts with `-` is text.
+ */
+import type { ExtensionAPI, ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
+
+import { type CliRun, cliRunner, cliText, type RunCli } from "./cli.ts";
+
+/** What a command needs of the session: the CLI, and the coordinator's parent id. */
+export type SessionLookup = () => Promise<
+	{ ok: true; run: RunCli; slate: string; parentId: string } | { ok: false; reason: string }
+>;
+
+/** The CLI runner alone (profiles and effective need no coordinator). */
+export type CliLookup = () => { ok: true; run: RunCli; slate: string } | { ok: false; reason: string };
+
+export type Argv = { ok: true; argv: string[] } | { ok: false; usage: string };
+
+/** Split on whitespace; `""` is no words. */
+export function words(args: string): string[] {
+	return args.trim() === "" ? [] : args.trim().split(/\s+/);
+}
+
+export function statusArgv(args: string, parentId: string): Argv {
+	const w = words(args);
+	if (w.length > 2) {
+		return { ok: false, usage: "usage: /subagent-status [id generation]" };
+	}
+	return { ok: true, argv: ["status", "--parent", parentId, ...(w.length > 0 ? ["--", ...w] : [])] };
+}
+
+export function stopArgv(args: string, parentId: string): Argv {
+	const w = words(args);
+	if (w.length < 1 || w.length > 2) {
+		return { ok: false, usage: "usage: /subagent-stop id generation" };
+	}
+	return { ok: true, argv: ["stop", "--parent", parentId, "--", ...w] };
+}
+
+/** `id generation text…` or `id@generation text…`; the text keeps its inner spacing. */
+export function steerArgv(args: string, parentId: string): Argv {
+	const usage = "usage: /subagent-steer id generation text";
+	const match = /^\s*(\S+)(?:\s+(.*))?$/s.exec(args);
+	if (match === null) {
+		return { ok: false, usage };
+	}
+	let target = match[1];
+	let rest = match[2] ?? "";
+	if (!target.includes("@")) {
+		const generation = /^(\S+)(?:\s+(.*))?$/s.exec(rest);
+		if (generation === null) {
+			return { ok: false, usage };
+		}
+		target = `${target}@${generation[1]}`;
+		rest = generation[2] ?? "";
+	}
+	const text = rest.trim();
+	if (text === "") {
+		return { ok: false, usage };
+	}
+	return { ok: true, argv: ["steer", "--parent", parentId, "--", target, text] };
+}
+
+/** A word for `sh -c`, quoted. */
+export function shellQuote(word: string): string {
+	return /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
+}
+
+/** The Hub for this session: the tmux command, or the command to run elsewhere. */
+export function hubPlan(
+	env: Record<string, string | undefined>,
+	slate: string,
+	parentId: string,
+	cwd: string,
+): { tmux: string[] } | { show: string } {
+	const hub = `${shellQuote(slate)} hub --parent ${shellQuote(parentId)}`;
+	if (env.TMUX !== undefined && env.TMUX !== "") {
+		return { tmux: ["split-window", "-h", "-c", cwd, hub] };
+	}
+	return { show: `Open the Subagent Hub for this session in another terminal:\n  cd ${shellQuote(cwd)} && ${hub}` };
+}
+
+/** Show a run's text: info when it exited 0, else an error. */
+export function showRun(ctx: ExtensionCommandContext, run: CliRun): void {
+	ctx.ui.notify(cliText(run), run.code === 0 ? "info" : "error");
+}
+
+type Handler = (args: string, ctx: ExtensionCommandContext) => Promise<void>;
+
+/** A handler that needs the coordinator: the reason is shown when there is none. */
+function withSession(lookup: SessionLookup, body: (args: string, ctx: ExtensionCommandContext, s: { run: RunCli; slate: string; parentId: string }) => Promise<void>): Handler {
+	return async (args, ctx) => {
+		const found = await lookup();
+		if (!found.ok) {
+			ctx.ui.notify(`Slate is not running in this session: ${found.reason}`, "error");
+			return;
+		}
+		await body(args, ctx, found);
+	};
+}
+
+/** Run the argv a parser made, or show its usage. */
+function runArgv(parse: (args: string, parentId: string) => Argv, lookup: SessionLookup): Handler {
+	return withSession(lookup, async (args, ctx, s) => {
+		const argv = parse(args, s.parentId);
+		if (!argv.ok) {
+			ctx.ui.notify(argv.usage, "error");
+			return;
+		}
+		showRun(ctx, await s.run(argv.argv, ctx.cwd));
+	});
+}
+
+/** Run a command that needs only the CLI. */
+function runPlain(argv: string[], cli: CliLookup): Handler {
+	return async (_args, ctx) => {
+		const found = cli();
+		if (!found.ok) {
+			ctx.ui.notify(`Slate is not installed for this extension: ${found.reason}`, "error");
+			return;
+		}
+		showRun(ctx, await found.run(argv, ctx.cwd));
+	};
+}
+
+export interface CommandDeps {
+	session: SessionLookup;
+	cli: CliLookup;
+	env: Record<string, string | undefined>;
+	/** `/slate handoff …` and `/slate resume …`. */
+	handoff: (sub: "handoff" | "resume", args: string, ctx: ExtensionCommandContext) => Promise<void>;
+}
+
+/** `/slate <sub> …`: the subcommand and the rest of the line. */
+export function slateSubcommand(args: string): { sub: string; rest: string } {
+	const match = /^\s*(\S*)\s*(.*)$/s.exec(args);
+	return { sub: match?.[1] ?? "", rest: match?.[2] ?? "" };
+}
+
+export function registerCommands(pi: ExtensionAPI, deps: CommandDeps): void {
+	pi.registerCommand("subagent-status", {
+		description: "Slate: the fleet of this session, or one generation (id generation)",
+		handler: runArgv(statusArgv, deps.session),
+	});
+	pi.registerCommand("subagent-stop", {
+		description: "Slate: stop one generation and its subtree (id generation)",
+		handler: runArgv(stopArgv, deps.session),
+	});
+	pi.registerCommand("subagent-steer", {
+		description: "Slate: steer a running generation (id generation text)",
+		handler: runArgv(steerArgv, deps.session),
+	});
+	pi.registerCommand("subagent-profiles", {
+		description: "Slate: the resolved subagent profiles and tool policy",
+		handler: runPlain(["profiles", "--text"], deps.cli),
+	});
+	pi.registerCommand("subagent-hub", {
+		description: "Slate: open the Subagent Hub for this session (a tmux pane, or the command to run)",
+		handler: withSession(deps.session, async (_args, ctx, s) => {
+			const plan = hubPlan(deps.env, s.slate, s.parentId, ctx.cwd);
+			if ("show" in plan) {
+				ctx.ui.notify(plan.show, "info");
+				return;
+			}
+			const run = await cliRunner("tmux")(plan.tmux, ctx.cwd);
+			if (run.code !== 0) {
+				ctx.ui.notify(`tmux could not open the Hub: ${cliText(run)}`, "error");
+			}
+		}),
+	});
+	pi.registerCommand("slate", {
+		description: "Slate: /slate effective | /slate handoff [--track-boundary|--post-check|--context-budget|--user-request] [focus] | /slate resume [--model provider/id] [--effort LEVEL]",
+		handler: async (args, ctx) => {
+			const { sub, rest } = slateSubcommand(args);
+			switch (sub) {
+				case "effective":
+					// `slate effective`'s own flags (`--recovery MODEL`, `--approve`) pass through.
+					return runPlain(["effective", ...words(rest)], deps.cli)(rest, ctx);
+				case "handoff":
+				case "resume":
+					return deps.handoff(sub, rest, ctx);
+				default:
+					ctx.ui.notify(
+						`/slate ${sub}: unknown subcommand; expected effective, handoff or resume`,
+						"error",
+					);
+			}
+		},
+	});
+}

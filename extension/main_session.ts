@@ -1,0 +1,152 @@
+/**
+ * The extension in the user's own pi session (the main-session role): this pi session is the
+ * parent runtime, and its coordinator lives and dies with it.
+ *
+ * - `session_start`: start (or attach to) `slate serve --pi-session <id>` for this session,
+ *   connect as the operator, subscribe for background outcomes, and show the fleet widget.
+ *   The start runs in the background; the tools and commands wait for it, and a failure is
+ *   shown once and then answers every tool call with the reason.
+ * - `session_shutdown` (quit, reload, new, resume, fork): deliver nothing more, `shutdown` the
+ *   coordinator (it drains and stops its workers), close its stdin, wait for it to exit.
+ * - The root tools (`delegate_task`, `delegate_coordinate`, `subagent`), the parent mutation
+ *   reservation, and the slash commands.
+ *
+ * The extension keeps no state that matters: every decision is the coordinator's.
+ */
+import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
+import { dirname } from "node:path";
+
+import { cliRunner, type RunCli } from "./cli.ts";
+import { registerCommands } from "./commands.ts";
+import type { Send } from "./delivery.ts";
+import { registerHandoff } from "./handoff.ts";
+import { registerHostExtensions } from "./host_extensions.ts";
+import type { InstallationResult } from "./install.ts";
+import { registerReservation } from "./reservation.ts";
+import { registerRootTools } from "./root_tools.ts";
+import { Runtime } from "./runtime.ts";
+import { registerSubagent } from "./subagent.ts";
+import { FleetWidget } from "./widget.ts";
+
+export interface MainSessionOptions {
+	installation: InstallationResult;
+	/** pi's version (`VERSION`), for the coordinator's host gate. */
+	hostVersion: string;
+	/** `hello.client`. */
+	client: string;
+	env: Record<string, string | undefined>;
+}
+
+type Started = { ok: true; runtime: Runtime } | { ok: false; reason: string };
+
+/** The session directory pi uses for this session (the session file's directory). */
+export function sessionDirOf(ctx: Pick<ExtensionContext, "sessionManager">): string | undefined {
+	const file = ctx.sessionManager.getSessionFile();
+	if (file !== undefined && file !== "") {
+		return dirname(file);
+	}
+	const dir = ctx.sessionManager.getSessionDir();
+	return dir === "" ? undefined : dir;
+}
+
+export function mainSession(pi: ExtensionAPI, options: MainSessionOptions): void {
+	const { installation } = options;
+	let started: Promise<Started> = Promise.resolve({ ok: false, reason: "the session has not started yet" });
+	let widget: FleetWidget | undefined;
+	const run: RunCli | undefined = installation.ok ? cliRunner(installation.installation.slate) : undefined;
+
+	const send: Send = (message, sendOptions) => pi.sendMessage(message, sendOptions);
+
+	const runtime = async (): Promise<Runtime> => {
+		const s = await started;
+		if (!s.ok) {
+			throw new Error(`Slate is not running in this session: ${s.reason}`);
+		}
+		return s.runtime;
+	};
+
+	pi.on("session_start", (_event, ctx) => {
+		if (!installation.ok) {
+			started = Promise.resolve({ ok: false, reason: installation.reason });
+			ctx.ui.notify(`Slate: ${installation.reason}`, "warning");
+			return;
+		}
+		const { slate, extension } = installation.installation;
+		const sessionDir = sessionDirOf(ctx);
+		const sessionId = ctx.sessionManager.getSessionId();
+		if (sessionDir === undefined) {
+			started = Promise.resolve({ ok: false, reason: "this pi session has no session directory" });
+			return;
+		}
+		started = Runtime.start({
+			slate,
+			sessionId,
+			sessionDir,
+			hostVersion: options.hostVersion,
+			cwd: ctx.cwd,
+			client: options.client,
+			send,
+			...(extension === undefined ? {} : { extension }),
+		}).then(
+			(rt): Started => {
+				if (ctx.hasUI) {
+					widget = new FleetWidget(slate, rt.parentId, ctx.cwd, (key, lines) => {
+						try {
+							ctx.ui.setWidget(key, lines);
+						} catch {
+							// The session was replaced meanwhile: its widget went with it.
+						}
+					}, process.stdout.columns);
+				}
+				return { ok: true, runtime: rt };
+			},
+			(error: Error): Started => {
+				try {
+					ctx.ui.notify(`Slate could not start its coordinator: ${error.message}`, "error");
+				} catch {
+					// The session was replaced meanwhile; the tools still answer with the reason.
+				}
+				return { ok: false, reason: error.message };
+			},
+		);
+	});
+
+	pi.on("session_shutdown", async () => {
+		widget?.stop();
+		widget = undefined;
+		const s = await started;
+		started = Promise.resolve({ ok: false, reason: "the session has shut down" });
+		if (s.ok) {
+			await s.runtime.stop();
+		}
+	});
+
+	registerReservation(pi, async () => {
+		const s = await started;
+		return s.ok ? { ok: true, client: s.runtime.client } : { ok: false, reason: s.reason };
+	});
+	registerHostExtensions(pi, async () => {
+		const s = await started;
+		return s.ok ? s.runtime.client : undefined;
+	});
+	registerRootTools(pi, runtime);
+	registerSubagent(pi, runtime);
+
+	const session = async () => {
+		const s = await started;
+		if (!s.ok || run === undefined) {
+			return { ok: false as const, reason: s.ok ? "Slate is not installed" : s.reason };
+		}
+		return { ok: true as const, run, slate: s.runtime.slate, parentId: s.runtime.parentId };
+	};
+	const cli = () =>
+		installation.ok && run !== undefined
+			? { ok: true as const, run, slate: installation.installation.slate }
+			: { ok: false as const, reason: installation.ok ? "Slate is not installed" : installation.reason };
+	registerCommands(pi, {
+		session,
+		cli,
+		env: options.env,
+		handoff: registerHandoff(session),
+	});
+}
