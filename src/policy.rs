@@ -5,6 +5,7 @@ pub mod capabilities;
 pub mod fs_view;
 pub mod logical;
 pub mod model;
+pub mod parent_tools;
 pub mod preview;
 pub mod problem;
 pub mod profiles;
