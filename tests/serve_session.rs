@@ -199,12 +199,14 @@ impl Base {
     fn logged(&self, target: &str) -> Value {
         let (id, _) = target.split_once('@').unwrap();
         let text = std::fs::read_to_string(self.events()).unwrap();
-        text.lines()
+        let last = text
+            .lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(|e| e["child"]["id"] == id)
-            .last()
-            .map(|e| e["child"].clone())
-            .unwrap_or_else(|| panic!("{target} not in {}", self.events().display()))
+            .rfind(|e| e["child"]["id"] == id);
+        match last {
+            Some(event) => event["child"].clone(),
+            None => panic!("{target} not in {}", self.events().display()),
+        }
     }
 }
 

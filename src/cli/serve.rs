@@ -66,49 +66,8 @@ async fn serve(printer: &Printer, args: &EmbedArgs) -> Result<ExitCode, Error> {
         Some(_) => Some(watch_stdin()?),
         None => None,
     };
-    if let Some(session) = &args.session
-        && let Some(existing) = running(session)?
-    {
-        return attach(printer, session, &existing);
-    }
-    let plan = Plan::new(args)?;
-    let events = plan.events();
-    let server = match Server::bind_logged_coordinator(
-        plan.root_id,
-        plan.loaded.cwd.clone(),
-        Some(events.clone()),
-    ) {
-        Ok(server) => server,
-        // Another `serve` of this session bound first, between the check and here.
-        Err(BindError {
-            error: ServerError::InUse { .. },
-            ..
-        }) if args.session.is_some() => {
-            let session = args.session.as_ref().ok_or_else(|| {
-                Error::Environment("the pi session went missing while binding".to_owned())
-            })?;
-            return match running(session)? {
-                Some(existing) => attach(printer, session, &existing),
-                None => Err(Error::Environment(format!(
-                    "the coordinator of pi session {} was listening and is gone; start again",
-                    session.id
-                ))),
-            };
-        }
-        Err(e) => return Err(Error::Environment(e.to_string())),
-    };
-    if args.session.is_some()
-        && let Err(e) = crate::store::event_log::retire_previous(&events)
-    {
-        server.discard();
-        return Err(Error::Environment(e.to_string()));
-    }
-    let embedded = match Embedded::launch(plan, args).await {
-        Ok(embedded) => embedded,
-        Err(e) => {
-            server.discard();
-            return Err(e);
-        }
+    let Some((server, embedded, events)) = start(printer, args).await? else {
+        return Ok(ExitCode::Ok);
     };
     let socket = server.socket().to_owned();
     let Embedded {
@@ -178,6 +137,57 @@ async fn serve(printer: &Printer, args: &EmbedArgs) -> Result<ExitCode, Error> {
     Ok(ExitCode::Ok)
 }
 
+/// The bound socket and the running coordinator, with its event log; `None` when a live
+/// coordinator of the same pi session was found and attached to instead (its lines printed).
+async fn start(
+    printer: &Printer,
+    args: &EmbedArgs,
+) -> Result<Option<(Server, Embedded, PathBuf)>, Error> {
+    if let Some(session) = &args.session
+        && let Some(existing) = running(session)?
+    {
+        attach(printer, session, &existing)?;
+        return Ok(None);
+    }
+    let plan = Plan::new(args)?;
+    let events = plan.events();
+    let server = match Server::bind_logged_coordinator(
+        plan.root_id,
+        plan.loaded.cwd.clone(),
+        Some(events.clone()),
+    ) {
+        Ok(server) => server,
+        // Another `serve` of this session bound first, between the check and here.
+        Err(BindError {
+            error: ServerError::InUse { .. },
+            ..
+        }) if let Some(session) = &args.session => {
+            let Some(existing) = running(session)? else {
+                return Err(Error::Environment(format!(
+                    "the coordinator of pi session {} was listening and is gone; start again",
+                    session.id
+                )));
+            };
+            attach(printer, session, &existing)?;
+            return Ok(None);
+        }
+        Err(e) => return Err(Error::Environment(e.to_string())),
+    };
+    if args.session.is_some()
+        && let Err(e) = crate::store::event_log::retire_previous(&events)
+    {
+        server.discard();
+        return Err(Error::Environment(e.to_string()));
+    }
+    match Embedded::launch(plan, args).await {
+        Ok(embedded) => Ok(Some((server, embedded, events))),
+        Err(e) => {
+            server.discard();
+            Err(e)
+        }
+    }
+}
+
 /// Completes when stdin reached its end (`None`: never).
 async fn closed(stdin: Option<&mut oneshot::Receiver<()>>) {
     match stdin {
@@ -221,7 +231,7 @@ fn running(session: &PiSession) -> Result<Option<Located>, Error> {
 }
 
 /// Prints the lines of the coordinator already serving `session` and exits 0.
-fn attach(printer: &Printer, session: &PiSession, existing: &Located) -> Result<ExitCode, Error> {
+fn attach(printer: &Printer, session: &PiSession, existing: &Located) -> Result<(), Error> {
     let metadata: Option<&Metadata> = existing.endpoint.metadata.as_ref();
     // Its own record of its log; one from before `events` was recorded has the same
     // layout under the session directory this session names.
@@ -247,7 +257,7 @@ fn attach(printer: &Printer, session: &PiSession, existing: &Located) -> Result<
             session.id
         ));
     }
-    Ok(ExitCode::Ok)
+    Ok(())
 }
 
 /// The first lines of `slate serve`: `slate serve: parent <id>`, `socket <path>`,

@@ -86,8 +86,14 @@ impl Service {
         tokio::spawn(async move {
             loop {
                 let event = source.recv().await;
-                // Nobody subscribed: nothing to copy (but the end is still announced).
-                if sink.receiver_count() == 0 && matches!(event, Ok(RuntimeEvent::Registry(_))) {
+                // Nobody subscribed: nothing to copy or preview (but the end is still
+                // announced).
+                if sink.receiver_count() == 0
+                    && matches!(
+                        event,
+                        Ok(RuntimeEvent::Registry(_) | RuntimeEvent::Outcome(_))
+                    )
+                {
                     continue;
                 }
                 let event = match event {
