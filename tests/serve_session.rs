@@ -357,7 +357,7 @@ fn the_session_coordinator_serves_the_session_id_attaches_and_ends_with_stdin() 
 }
 
 #[test]
-fn a_new_runtime_of_a_resumed_session_sets_the_earlier_event_log_aside() {
+fn a_new_runtime_of_a_resumed_session_replaces_a_stale_socket_and_sets_the_earlier_log_aside() {
     let base = Base::new("resumed");
     for round in 1..=2 {
         let mut serve = base
@@ -371,8 +371,15 @@ fn a_new_runtime_of_a_resumed_session_sets_the_earlier_event_log_aside() {
         assert_eq!(parent, base.id.to_string(), "round {round}");
         assert_eq!(events, base.events());
         base.delegate(&format!("Survey round {round}"));
-        drop(serve.stdin.take());
-        assert!(wait_exit(&mut serve, GONE_WITHIN).success());
+        if round == 1 {
+            // Killed outright: its socket and metadata stay behind, stale.
+            serve.kill().unwrap();
+            serve.wait().unwrap();
+            assert!(base.socket().exists() && base.metadata().exists());
+        } else {
+            drop(serve.stdin.take());
+            assert!(wait_exit(&mut serve, GONE_WITHIN).success());
+        }
     }
     let dir = base.events().parent().unwrap().to_owned();
     let earlier = std::fs::read_to_string(dir.join("events.1.jsonl")).unwrap();
