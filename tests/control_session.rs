@@ -353,6 +353,11 @@ async fn parent_tool_params_are_checked_and_bad_ones_change_nothing() {
         long.message.starts_with("params.callId: 1025 UTF-8 bytes"),
         "{long}"
     );
+    let controls = start_tool(&f, "c1\u{1b}[2J", "bash").await.unwrap_err();
+    assert_eq!(
+        controls.message,
+        "params.callId: must not contain control characters"
+    );
     let nameless = start_tool(&f, "c1", "").await.unwrap_err();
     assert!(nameless.message.starts_with("params.tool:"), "{nameless}");
     let unknown = refused(

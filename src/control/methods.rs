@@ -485,10 +485,11 @@ pub struct SubmitParams {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ParentToolStartParams {
-    /// pi's `toolCallId` (1 to 1024 bytes, not blank); released by `parentToolEnd`.
+    /// pi's `toolCallId` (1 to 1024 bytes, not blank, no control character); released by
+    /// `parentToolEnd`.
     pub call_id: String,
-    /// The tool's name (1 to 256 bytes). The coordinator decides whether it mutates
-    /// (`policy::parent_tools`).
+    /// The tool's name (1 to 256 bytes, no control character). The coordinator decides
+    /// whether it mutates (`policy::parent_tools`).
     pub tool: String,
 }
 

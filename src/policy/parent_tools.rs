@@ -18,7 +18,8 @@ pub const EXEMPT_PARENT_TOOLS: [&str; 7] = [
     "subagent",
 ];
 
-/// Longest `callId` accepted (pi's tool call ids are far shorter).
+/// Longest `callId` accepted (pi's tool call ids are far shorter). Call ids and tool names
+/// are also refused with control characters (they are named in refusals).
 pub const MAX_CALL_ID_BYTES: usize = 1024;
 /// Longest tool name accepted.
 pub const MAX_TOOL_NAME_BYTES: usize = 256;
@@ -40,6 +41,10 @@ pub fn check_call_id(call_id: &str) -> Result<(), String> {
             call_id.len()
         ));
     }
+    // It is named in refusals (`parent-mutation-reserved`) that reach models and terminals.
+    if call_id.chars().any(char::is_control) {
+        return Err("params.callId: must not contain control characters".to_owned());
+    }
     Ok(())
 }
 
@@ -53,6 +58,9 @@ pub fn check_tool_name(tool: &str) -> Result<(), String> {
             "params.tool: {} UTF-8 bytes exceed the limit of {MAX_TOOL_NAME_BYTES}",
             tool.len()
         ));
+    }
+    if tool.chars().any(char::is_control) {
+        return Err("params.tool: must not contain control characters".to_owned());
     }
     Ok(())
 }
@@ -95,5 +103,14 @@ mod tests {
         assert!(check_tool_name("").unwrap_err().starts_with("params.tool:"));
         let long = "t".repeat(MAX_TOOL_NAME_BYTES + 1);
         assert!(check_tool_name(&long).is_err());
+        for bad in ["call\n2", "call\u{1b}[31m", "call\u{9b}"] {
+            assert!(
+                check_call_id(bad)
+                    .unwrap_err()
+                    .contains("control characters"),
+                "{bad:?}"
+            );
+            assert!(check_tool_name(bad).is_err(), "{bad:?}");
+        }
     }
 }
