@@ -94,6 +94,7 @@ impl Fixture {
             started_at: slate::runtime::now_ms(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
             socket: PathBuf::new(),
+            events: None,
         };
         let server = Server::bind(&socket, metadata, ServerConfig::default()).unwrap();
         rt.actors().set_socket(&socket);

@@ -166,6 +166,19 @@ pub enum Command {
         /// Do not trust this project's `.pi/` config.
         #[arg(long)]
         no_approve: bool,
+        /// Serve this pi session (its id, a UUID): the parent id is the session's, storage
+        /// goes under `--session-dir`, a live coordinator of the session is attached to
+        /// instead, and the coordinator exits (stopping every worker) when stdin closes.
+        #[arg(long, value_name = "UUID")]
+        pi_session: Option<String>,
+        /// pi's session directory for this cwd (default: pi's default one); storage is
+        /// `delegation/<session id>/` under it.
+        #[arg(long, value_name = "DIR", requires = "pi_session")]
+        session_dir: Option<PathBuf>,
+        /// The host pi's version (pi's `VERSION`): below stable 1.5.2, a prerelease or
+        /// malformed, delegated execution is refused (`unsupported-host`).
+        #[arg(long, value_name = "VERSION", requires = "pi_session")]
+        host_version: Option<String>,
     },
     /// Open the Subagent Hub on the coordinator serving this directory (or `--parent`);
     /// with none reachable, start one in-process for as long as the Hub runs.
@@ -450,6 +463,7 @@ pub fn try_main(printer: &Printer, command: Command) -> Result<ExitCode, Error> 
                     approve: approval(approve, no_approve),
                     model,
                     kill_grace: std::time::Duration::from_secs(10),
+                    session: None,
                 },
             },
         ),
@@ -459,16 +473,37 @@ pub fn try_main(printer: &Printer, command: Command) -> Result<ExitCode, Error> 
             model,
             approve,
             no_approve,
-        } => serve::run(
-            printer,
-            &embedded::EmbedArgs {
-                backend,
-                scenario,
-                approve: approval(approve, no_approve),
-                model,
-                kill_grace: std::time::Duration::from_secs(10),
-            },
-        ),
+            pi_session,
+            session_dir,
+            host_version,
+        } => {
+            let session = pi_session
+                .map(|id| {
+                    crate::core::ids::parse_full_uuid(&id)
+                        .map(|id| embedded::PiSession {
+                            id,
+                            session_dir,
+                            host_version,
+                        })
+                        .map_err(|_| {
+                            Error::Usage(format!(
+                                "--pi-session: {id:?} is not a pi session id (a 36-character hyphenated UUID)"
+                            ))
+                        })
+                })
+                .transpose()?;
+            serve::run(
+                printer,
+                &embedded::EmbedArgs {
+                    backend,
+                    scenario,
+                    approve: approval(approve, no_approve),
+                    model,
+                    kill_grace: std::time::Duration::from_secs(10),
+                    session,
+                },
+            )
+        }
         Command::Status { target, select } => {
             status::run(printer, &target, select.parent.as_deref())
         }
@@ -494,6 +529,7 @@ pub fn try_main(printer: &Printer, command: Command) -> Result<ExitCode, Error> 
                 approve: approval(approve, no_approve),
                 model,
                 kill_grace: std::time::Duration::from_secs(10),
+                session: None,
             },
         ),
         Command::Resume {

@@ -6,6 +6,7 @@ pub mod fs_view;
 pub mod host_extensions;
 pub mod logical;
 pub mod model;
+pub mod parent_tools;
 pub mod preview;
 pub mod problem;
 pub mod profiles;

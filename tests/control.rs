@@ -114,6 +114,7 @@ fn metadata(parent_id: Uuid, cwd: &Path, started_at: u64, pid: u32) -> Metadata 
         started_at,
         version: "0.1.0".into(),
         socket: PathBuf::new(),
+        events: None,
     }
 }
 

@@ -101,6 +101,7 @@ fn start(name: &str, think_ms: u64, concurrency: u32, config: ServerConfig) -> F
         started_at: slate::runtime::now_ms(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
         socket: PathBuf::new(),
+        events: None,
     };
     let server = Server::bind(&socket, metadata, config).unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -162,6 +162,7 @@ async fn start(name: &str, shell: Option<String>) -> Fixture {
         started_at: slate::runtime::now_ms(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
         socket: PathBuf::new(),
+        events: None,
     };
     let server = Server::bind(&socket, metadata, ServerConfig::default()).unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -355,6 +356,9 @@ async fn a_capability_connection_speaks_as_its_generation_with_a_childs_authorit
         ("policy", json!({})),
         ("profiles", json!({})),
         ("shutdown", json!({})),
+        // The main session's own reservations are the root model's, never a child's.
+        ("parentToolStart", json!({"callId": "c1", "tool": "bash"})),
+        ("parentToolEnd", json!({"callId": "c1"})),
     ] {
         let error = refused(&child, method, params).await;
         assert_eq!(error.code, "root-only", "{method}: {error:?}");

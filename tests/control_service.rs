@@ -113,6 +113,7 @@ fn start() -> Fixture {
         started_at: slate::runtime::now_ms(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
         socket: PathBuf::new(),
+        events: None,
     };
     let config = ServerConfig {
         // The storm, the abusers and the driver all at once.

@@ -122,6 +122,7 @@ async fn start(operator: &Value) -> Fixture {
         started_at: slate::runtime::now_ms(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
         socket: PathBuf::new(),
+        events: None,
     };
     let server = Server::bind(&socket, metadata, ServerConfig::default()).unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -16,11 +16,12 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use slate::control::Method;
 use slate::control::methods::{
-    DelegateOutcome, DelegateParams, DelegateResult, Event, FleetStats, FleetStatus, GuardParams,
-    GuardResult, HelloParams, HelloResult, Lagged, METHODS, MessageParams, MessageRef, NoParams,
-    Notification, ProfilesResult, RenewParams, Request, ResumeParams, ShutdownResult, StatusParams,
-    StatusResult, SteerParams, StopManyParams, SubmitParams, SubmitResult, SubscribeResult, Target,
-    TargetParams, TranscriptResult, WaitParams, method, protocol_schema,
+    ClientInfo, DelegateOutcome, DelegateParams, DelegateResult, Event, FleetStats, FleetStatus,
+    GuardParams, GuardResult, HelloParams, HelloResult, Lagged, METHODS, MessageParams, MessageRef,
+    NoParams, Notification, ParentToolEndParams, ParentToolEndResult, ParentToolStartParams,
+    ParentToolStartResult, ProfilesResult, RenewParams, Request, ResumeParams, ShutdownResult,
+    StatusParams, StatusResult, SteerParams, StopManyParams, SubmitParams, SubmitResult,
+    SubscribeResult, Target, TargetParams, TranscriptResult, WaitParams, method, protocol_schema,
 };
 use slate::control::protocol::codes;
 use slate::control::summary::SummaryRow;
@@ -234,10 +235,112 @@ fn guard_and_submit_params_are_strict() {
 }
 
 #[test]
+fn parent_tool_params_and_hello_client_are_strict() {
+    assert_eq!(
+        Request::parse("parentToolStart", json!({"callId": "c1", "tool": "bash"})).unwrap(),
+        Request::ParentToolStart(ParentToolStartParams {
+            call_id: "c1".into(),
+            tool: "bash".into()
+        })
+    );
+    assert_eq!(
+        Request::parse("parentToolEnd", json!({"callId": "c1"})).unwrap(),
+        Request::ParentToolEnd(ParentToolEndParams {
+            call_id: "c1".into()
+        })
+    );
+    for (method, params, why) in [
+        (
+            "parentToolStart",
+            json!({"callId": "c1"}),
+            "missing field `tool`",
+        ),
+        (
+            "parentToolStart",
+            json!({"tool": "bash"}),
+            "missing field `callId`",
+        ),
+        (
+            "parentToolStart",
+            json!({"callId": "c1", "tool": "bash", "readOnly": true}),
+            "unknown field `readOnly`",
+        ),
+        (
+            "parentToolStart",
+            json!({"callId": 7, "tool": "bash"}),
+            "params.callId",
+        ),
+        (
+            "parentToolEnd",
+            json!({"callId": "c1", "tool": "bash"}),
+            "unknown field `tool`",
+        ),
+        ("parentToolEnd", json!({}), "missing field `callId`"),
+    ] {
+        let message = refusal(method, params.clone());
+        assert!(message.contains(why), "{params}: {message}");
+        assert!(
+            with_schema(|s| s.params(method, &params)).is_err(),
+            "{params}"
+        );
+    }
+    // `client`: the string, or the object with the installed extension's hash.
+    let hello = |client: Value| json!({"protocols": [2], "client": client});
+    let Request::Hello(plain) = Request::parse("hello", hello(json!("slate 0.1.0"))).unwrap()
+    else {
+        panic!("not a hello");
+    };
+    assert_eq!(plain.client, Some(ClientInfo::named("slate 0.1.0")));
+    let object = hello(json!({"name": "slate-pi-extension 0.1.0", "extension": "0a1b"}));
+    let Request::Hello(described) = Request::parse("hello", object.clone()).unwrap() else {
+        panic!("not a hello");
+    };
+    assert_eq!(
+        described
+            .client
+            .as_ref()
+            .and_then(|c| c.extension.as_deref()),
+        Some("0a1b")
+    );
+    assert!(with_schema(|s| s.params("hello", &object)).is_ok());
+    for (client, why) in [
+        (json!({"extension": "0a1b"}), "missing field `name`"),
+        (
+            json!({"name": "x", "version": "1"}),
+            "unknown field `version`",
+        ),
+        (
+            json!({"name": "x", "extension": "0A1B"}),
+            "params.client: extension: must be a content hash",
+        ),
+        (
+            json!({"name": "x", "extension": ""}),
+            "must be a content hash",
+        ),
+        (
+            json!({"name": "x", "extension": "a".repeat(65)}),
+            "must be a content hash",
+        ),
+        (
+            json!({"name": "x", "extension": "\u{1b}[31m"}),
+            "must be a content hash",
+        ),
+        (json!(7), "params.client: invalid type: integer `7`"),
+    ] {
+        let message = refusal("hello", hello(client.clone()));
+        assert!(message.contains(why), "{client}: {message}");
+        assert!(
+            with_schema(|s| s.params("hello", &hello(client.clone()))).is_err(),
+            "{client}"
+        );
+    }
+}
+
+#[test]
 fn every_method_of_the_table_parses_its_own_empty_or_minimal_params() {
     // The table and `Request::method` agree, in order.
     let names: Vec<&str> = METHODS.to_vec();
-    assert_eq!(names.len(), 22);
+    assert_eq!(names.len(), 24);
     assert!(names.contains(&method::Status::NAME) && names.contains(&method::Hello::NAME));
     for name in names {
         let schema = &protocol_schema()["x-methods"][name];
@@ -571,13 +674,13 @@ fn request() -> impl Strategy<Value = Request> {
     prop_oneof![
         (
             proptest::collection::vec(1_u32..5, 1..3),
-            proptest::option::of(text()),
+            proptest::option::of((text(), proptest::option::of("[0-9a-f]{1,64}"))),
             proptest::option::of("[0-9a-f]{64}"),
         )
             .prop_map(
                 |(protocols, client, capability)| Request::Hello(HelloParams {
                     protocols,
-                    client,
+                    client: client.map(|(name, extension)| ClientInfo { name, extension }),
                     capability: capability.map(slate::runtime::Capability::from_presented),
                 })
             ),
@@ -645,6 +748,10 @@ fn request() -> impl Strategy<Value = Request> {
         ]
         .prop_map(Request::Guard),
         json_value().prop_map(|value| Request::Submit(SubmitParams { value })),
+        (text(), text()).prop_map(|(call_id, tool)| Request::ParentToolStart(
+            ParentToolStartParams { call_id, tool }
+        )),
+        text().prop_map(|call_id| Request::ParentToolEnd(ParentToolEndParams { call_id })),
     ]
 }
 
@@ -680,8 +787,12 @@ fn event() -> impl Strategy<Value = Event> {
                 event: sdk.then(|| json!({"type": "turn_end"})),
             })
         }),
-        window_outcome().prop_map(|outcome| Event::Outcome {
-            outcome: Box::new(outcome)
+        window_outcome().prop_map(|outcome| {
+            let preview = slate::policy::preview::preview(&outcome.outcomes);
+            Event::Outcome {
+                outcome: Box::new(outcome),
+                preview,
+            }
         }),
         any::<u64>().prop_map(|missed| Event::Lagged { missed }),
         Just(Event::ShutdownComplete),
@@ -761,6 +872,8 @@ proptest! {
             allow: false,
             reason: Some(format!("out of budget: {words}")),
         })?;
+        round_trip("/x-methods/parentToolStart/result", &ParentToolStartResult { reserved: protocol % 2 == 0 })?;
+        round_trip("/x-methods/parentToolEnd/result", &ParentToolEndResult { released: protocol % 2 == 1 })?;
         for status in [SubmitStatus::Submitted, SubmitStatus::Invalid, SubmitStatus::Duplicate] {
             round_trip("/x-methods/submit/result", &SubmitResult {
                 status,

@@ -486,10 +486,9 @@ impl Sim {
             }
             92..=93 => {
                 if let Some(call) = self.parent_calls.pop() {
-                    self.trace.push(format!("parentToolEnd {call}"));
-                    let queue_before: Vec<ChildRef> = self.fleet.coord.queued().collect();
-                    let effects = self.fleet.input(Input::ParentToolEnd { call });
-                    self.check(&queue_before, &effects);
+                    self.request(format!("parentToolEnd {call}"), |request| {
+                        Input::ParentToolEnd { request, call }
+                    });
                 } else {
                     let call = format!("call-{}", self.next_parent_call);
                     self.next_parent_call += 1;

@@ -90,6 +90,7 @@ fn start(name: &str) -> Fixture {
         started_at: slate::runtime::now_ms(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
         socket: PathBuf::new(),
+        events: None,
     };
     let server = Server::bind(&socket, metadata, ServerConfig::default()).unwrap();
     tokio::spawn(server.run(service, std::future::pending()));

@@ -16,7 +16,7 @@ use slate::core::snapshot::{ChildSnapshot, RegistryEvent, RegistryEventKind, Tel
 use slate::core::task::{Limits, Role};
 use slate::store::StoreError;
 use slate::store::artifacts::{PublishResult, TaskDir, create_task_dir, publish};
-use slate::store::event_log::{EventLog, TornTail, read_history};
+use slate::store::event_log::{EventLog, TornTail, read_history, retire_previous};
 use slate::store::paths::{
     self, default_session_dir, delegation_dir, encode_cwd, event_log_path, fixed_child,
     parent_session_dir, resolve, task_dir,
@@ -584,6 +584,43 @@ fn the_event_log_is_created_fresh_with_mode_0600() {
     let err = EventLog::create(&path).expect_err("exists");
     assert!(matches!(err, StoreError::Exists { .. }), "{err:?}");
     assert_eq!(fs::read_to_string(&path).expect("kept"), "old evidence\n");
+}
+
+#[test]
+fn an_earlier_runtimes_log_is_set_aside_under_the_first_free_number() {
+    let scratch = Scratch::new("log-retire");
+    let path = event_log_path(&parent_dir(&scratch));
+    assert!(
+        retire_previous(&path)
+            .expect("nothing to set aside")
+            .is_none(),
+        "no earlier log: nothing happens"
+    );
+    fs::create_dir_all(path.parent().expect("a parent")).expect("setup");
+    fs::write(&path, "first runtime\n").expect("setup");
+    // A number already taken (by hand, or an earlier retirement) is skipped, never replaced.
+    let taken = path.with_file_name("events.1.jsonl");
+    fs::write(&taken, "kept as it is\n").expect("setup");
+    let moved = retire_previous(&path)
+        .expect("set aside")
+        .expect("a new name");
+    assert_eq!(moved, path.with_file_name("events.2.jsonl"));
+    assert_eq!(
+        fs::read_to_string(&moved).expect("moved"),
+        "first runtime\n"
+    );
+    assert_eq!(fs::read_to_string(&taken).expect("kept"), "kept as it is\n");
+    assert!(!path.exists());
+    // The next runtime starts a fresh log at the old name.
+    drop(EventLog::create(&path).expect("fresh"));
+    assert_eq!(fs::metadata(&path).expect("exists").len(), 0);
+    // Something other than a file at the log's name is left alone and named.
+    fs::remove_file(&path).expect("setup");
+    fs::create_dir(&path).expect("setup");
+    let err = retire_previous(&path).expect_err("a directory");
+    assert!(matches!(err, StoreError::RetireLog { .. }), "{err:?}");
+    assert!(err.to_string().contains("not a regular file"), "{err}");
+    assert!(path.is_dir());
 }
 
 #[test]

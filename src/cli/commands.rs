@@ -47,6 +47,7 @@ fn snapshot_reply(reply: &Reply) -> String {
             None => format!("allow {allow}\n"),
         },
         Reply::Submit { message, .. } => format!("{}\n", SafeText::lines(message)),
+        Reply::Released { released } => format!("released {released}\n"),
         Reply::Ok => "ok\n".to_owned(),
     }
 }

@@ -43,6 +43,30 @@ pub struct EmbedArgs {
     pub model: Option<String>,
     /// How long shutdown waits for aborted workers before signalling them.
     pub kill_grace: Duration,
+    /// The pi session this coordinator belongs to (`slate serve --pi-session`), if any.
+    pub session: Option<PiSession>,
+}
+
+/// A coordinator for one pi session (`slate serve --pi-session ID --session-dir DIR
+/// --host-version V`, started by Slate's extension in the user's pi): the parent id is the
+/// session's id, its storage `delegation/<id>/` under the session's directory, and the host
+/// pi's version is gated at the coordinator.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PiSession {
+    pub id: uuid::Uuid,
+    /// pi's session directory for this cwd (default: pi's default one).
+    pub session_dir: Option<PathBuf>,
+    /// pi's `VERSION` in the host session, checked by the supported-host gate.
+    pub host_version: Option<String>,
+}
+
+impl PiSession {
+    /// Whether the host pi fails the supported-host gate (then nothing can be launched).
+    fn host_unsupported(&self) -> bool {
+        self.host_version
+            .as_deref()
+            .is_some_and(|v| crate::policy::version::check_host_version(v).is_err())
+    }
 }
 
 /// A running coordinator and what it was resolved against.
@@ -67,9 +91,22 @@ pub async fn rt_shutdown(embedded: &Embedded) -> Result<(), crate::runtime::Runt
     embedded.rt.shutdown().await
 }
 
-impl Embedded {
-    /// Everything up to a running runtime (every failure is exit 2 territory).
-    pub async fn start(args: &EmbedArgs) -> Result<Self, Error> {
+/// What a coordinator for this directory is resolved against, before anything runs: the
+/// policy, the root model, the parent id and where its storage goes. `slate serve` binds its
+/// socket between this and [`Embedded::launch`], so one parent id never has two runtimes.
+pub struct Plan {
+    pub loaded: Loaded,
+    pub policy: Arc<LivePolicy>,
+    pub models: ModelContext,
+    pub root_id: uuid::Uuid,
+    pub delegation_dir: PathBuf,
+    pub routing: Arc<SessionRouting>,
+}
+
+impl Plan {
+    /// The policy and model of the current directory (every failure is exit 2 territory);
+    /// the parent id is the pi session's, else a fresh one.
+    pub fn new(args: &EmbedArgs) -> Result<Self, Error> {
         let cwd = std::env::current_dir().map_err(|e| {
             Error::Environment(format!("the current directory cannot be read: {e}"))
         })?;
@@ -90,6 +127,44 @@ impl Embedded {
             operator_grants: Vec::new(),
             parent_allowlist: None,
         };
+        let session = args.session.as_ref();
+        let root_id = session.map_or_else(uuid::Uuid::new_v4, |s| s.id);
+        let configured = session.and_then(|s| s.session_dir.as_deref());
+        let session_dir = paths::parent_session_dir(configured, &loaded.agent_dir, &loaded.cwd)
+            .map_err(|e| Error::Environment(e.to_string()))?;
+        let delegation_dir = paths::delegation_dir(&session_dir, root_id);
+        Ok(Self {
+            loaded,
+            policy,
+            models,
+            root_id,
+            delegation_dir,
+            routing,
+        })
+    }
+
+    /// `<delegation dir>/events.jsonl`.
+    pub fn events(&self) -> PathBuf {
+        paths::event_log_path(&self.delegation_dir)
+    }
+}
+
+impl Embedded {
+    /// Everything up to a running runtime (every failure is exit 2 territory).
+    pub async fn start(args: &EmbedArgs) -> Result<Self, Error> {
+        Self::launch(Plan::new(args)?, args).await
+    }
+
+    /// The worker backend and the runtime of `plan`.
+    pub async fn launch(plan: Plan, args: &EmbedArgs) -> Result<Self, Error> {
+        let Plan {
+            loaded,
+            policy,
+            models,
+            root_id,
+            delegation_dir,
+            routing,
+        } = plan;
         let backend: Arc<dyn WorkerBackend> = match args.backend {
             Backend::Sim => {
                 let book = match &args.scenario {
@@ -105,6 +180,17 @@ impl Embedded {
                 };
                 Arc::new(SimBackend::new(book))
             }
+            // The host pi fails the gate: the coordinator refuses every launch
+            // (`unsupported-host`), so the workers' pi is not asked (it is likely the same
+            // pi) and status, stop and the other controls still come up.
+            Backend::Pi
+                if args
+                    .session
+                    .as_ref()
+                    .is_some_and(PiSession::host_unsupported) =>
+            {
+                Arc::new(PiBackend::new(PiCommand::from_env()))
+            }
             Backend::Pi => {
                 let pi = PiCommand::from_env();
                 // The version gate runs before any identity exists: fail closed, naming both.
@@ -119,10 +205,6 @@ impl Embedded {
                 Arc::new(PiBackend::with_version(pi, version))
             }
         };
-        let root_id = uuid::Uuid::new_v4();
-        let session_dir = paths::parent_session_dir(None, &loaded.agent_dir, &loaded.cwd)
-            .map_err(|e| Error::Environment(e.to_string()))?;
-        let delegation_dir = paths::delegation_dir(&session_dir, root_id);
         let config = RuntimeConfig {
             root_id,
             policy: loaded.profiles.scheduling,

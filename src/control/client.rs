@@ -218,7 +218,10 @@ impl Client {
         let mut client = Self::from_stream(stream);
         let params = HelloParams {
             protocols: SUPPORTED_PROTOCOLS.to_vec(),
-            client: Some(format!("slate {}", env!("CARGO_PKG_VERSION"))),
+            client: Some(methods::ClientInfo::named(format!(
+                "slate {}",
+                env!("CARGO_PKG_VERSION")
+            ))),
             capability: capability.cloned(),
         };
         let hello =

@@ -402,6 +402,15 @@ impl Connection {
         else {
             return Err(ControlError::unsupported_protocol(&params.protocols));
         };
+        let embedded = crate::worker::pi::extension::content_hash();
+        if let Some(presented) = params
+            .client
+            .as_ref()
+            .and_then(|c| c.extension.as_deref())
+            .filter(|presented| *presented != embedded)
+        {
+            return Err(ControlError::extension_mismatch(presented, embedded));
+        }
         let caller = caller::identify(
             self.shared.actors.as_ref(),
             self.pending.peer_pid,
@@ -415,7 +424,7 @@ impl Connection {
         let mut session = self.pending.clone();
         session.client = params
             .client
-            .map(|c| c.chars().take(MAX_CLIENT_NAME).collect());
+            .map(|c| c.name.chars().take(MAX_CLIENT_NAME).collect());
         session.caller = caller;
         self.session = Some(Arc::new(session));
         Ok(hello)

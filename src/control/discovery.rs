@@ -3,7 +3,7 @@
 //! ```text
 //! $XDG_RUNTIME_DIR/slate/           (else /tmp/slate-<uid>/), mode 0700, owned by us
 //!   <parent-id>.sock                one coordinator's control socket, mode 0600
-//!   <parent-id>.json                its metadata {pid, cwd, parentId, startedAt, version, socket}
+//!   <parent-id>.json                its metadata {pid, cwd, parentId, startedAt, version, socket, events?}
 //! ```
 //!
 //! A command with no selector talks to the newest live coordinator whose metadata `cwd` is the
@@ -44,6 +44,10 @@ pub struct Metadata {
     /// The crate version, e.g. `"0.1.0"`.
     pub version: String,
     pub socket: PathBuf,
+    /// Its registry event log (`<sessionDir>/delegation/<parent-id>/events.jsonl`), when it
+    /// keeps one (`slate serve` does).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<PathBuf>,
 }
 
 /// A coordinator to connect to.

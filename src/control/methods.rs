@@ -227,14 +227,130 @@ impl JsonSchema for MessageRef {
 pub struct HelloParams {
     /// Protocol versions the client speaks (at least one).
     pub protocols: Vec<u32>,
-    /// The client's name and version, e.g. `"slate 0.1.0"` (first 200 characters kept).
+    /// Who the client is: its name and version, e.g. `"slate 0.1.0"` (first 200 characters
+    /// kept), alone or with the content hash of the Slate pi extension it runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client: Option<String>,
+    pub client: Option<ClientInfo>,
     /// A worker generation's secret capability: the connection then speaks as that
     /// generation (see `control::caller`). Redacted in `Debug`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<String>")]
     pub capability: Option<crate::runtime::Capability>,
+}
+
+/// `hello.client`: the string `"name version"`, or `{"name": "…", "extension": "<hash>"}`
+/// from Slate's pi extension in a main session, where `extension` is the content hash of the
+/// extension files it was installed from (`install.json`). A present hash that is not the
+/// running binary's embedded one refuses the `hello` (`extension-mismatch`): the installed
+/// extension and the binary disagree about the protocol they were built for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientInfo {
+    pub name: String,
+    pub extension: Option<String>,
+}
+
+impl ClientInfo {
+    /// A client known by its name only.
+    pub fn named(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            extension: None,
+        }
+    }
+}
+
+/// Longest `hello.client.extension` read: a content hash is 32 hex digits.
+pub const MAX_EXTENSION_HASH: usize = 64;
+
+impl Serialize for ClientInfo {
+    /// The plain string when there is no extension hash.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct as _;
+        match &self.extension {
+            None => serializer.serialize_str(&self.name),
+            Some(extension) => {
+                let mut s = serializer.serialize_struct("ClientInfo", 2)?;
+                s.serialize_field("name", &self.name)?;
+                s.serialize_field("extension", extension)?;
+                s.end()
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ClientInfo {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ClientInfoVisitor)
+    }
+}
+
+struct ClientInfoVisitor;
+
+impl<'de> serde::de::Visitor<'de> for ClientInfoVisitor {
+    type Value = ClientInfo;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(r#""name version" or {"name": "…", "extension": "<hex hash>"}"#)
+    }
+
+    fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<ClientInfo, E> {
+        Ok(ClientInfo::named(text))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<ClientInfo, A::Error> {
+        use serde::de::Error as _;
+        let (mut name, mut extension) = (None, None);
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "name" if name.is_none() => name = Some(map.next_value::<String>()?),
+                "extension" if extension.is_none() => {
+                    extension = Some(map.next_value::<Option<String>>()?);
+                }
+                "name" | "extension" => {
+                    return Err(A::Error::custom(format_args!("duplicate field `{key}`")));
+                }
+                other => return Err(A::Error::unknown_field(other, &["name", "extension"])),
+            }
+        }
+        let name = name.ok_or_else(|| A::Error::missing_field("name"))?;
+        let extension = extension.flatten();
+        if let Some(hash) = &extension {
+            let hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+            if hash.is_empty() || hash.len() > MAX_EXTENSION_HASH || !hash.bytes().all(hex) {
+                return Err(A::Error::custom(format_args!(
+                    "extension: must be a content hash of 1 to {MAX_EXTENSION_HASH} lowercase hex digits (`extension` of install.json)"
+                )));
+            }
+        }
+        Ok(ClientInfo { name, extension })
+    }
+}
+
+impl JsonSchema for ClientInfo {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ClientInfo".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "Who the client is: \"name version\", or {\"name\", \"extension\"?} where extension is the content hash of Slate's installed pi extension (install.json); a hash other than the running binary's refuses hello with extension-mismatch.",
+            "oneOf": [
+                {"type": "string"},
+                {
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string"},
+                        "extension": {
+                            "type": ["string", "null"],
+                            "pattern": format!("^[0-9a-f]{{1,{MAX_EXTENSION_HASH}}}$"),
+                        },
+                    },
+                    "required": ["name"],
+                    "additionalProperties": false,
+                },
+            ],
+        })
+    }
 }
 
 /// Methods without params: `{}` (or absent / `null`).
@@ -367,6 +483,25 @@ pub struct SubmitParams {
     /// generation's `resultSchema`.
     #[schemars(with = "Value")]
     pub value: Value,
+}
+
+/// `parentToolStart` (operator-only): the main session's model is about to run a tool.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ParentToolStartParams {
+    /// pi's `toolCallId` (1 to 1024 bytes, not blank, no control character); released by
+    /// `parentToolEnd`.
+    pub call_id: String,
+    /// The tool's name (1 to 256 bytes, no control character). The coordinator decides
+    /// whether it mutates (`policy::parent_tools`).
+    pub tool: String,
+}
+
+/// `parentToolEnd` (operator-only): the call finalized (ran, failed or was blocked).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ParentToolEndParams {
+    pub call_id: String,
 }
 
 // ---- results --------------------------------------------------------------------------
@@ -506,6 +641,22 @@ pub enum DelegateResult {
     Foreground(Box<DelegateOutcome>),
 }
 
+/// `parentToolStart`: whether the call now holds a parent mutation reservation (`false` for
+/// the exempt read-only and delegation tools).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ParentToolStartResult {
+    pub reserved: bool,
+}
+
+/// `parentToolEnd`: whether a reservation of that call id was released (`false` for an id
+/// that held none).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ParentToolEndResult {
+    pub released: bool,
+}
+
 /// `transcript`: pi session `message` entries of exactly one generation, as pi wrote them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -530,8 +681,12 @@ pub struct ProfilesResult(#[schemars(with = "serde_json::Map<String, Value>")] p
 pub enum Event {
     /// Something in the registry changed.
     Registry { event: Box<RegistryEvent> },
-    /// A background or silent window drained.
-    Outcome { outcome: Box<WindowOutcome> },
+    /// A background or silent window drained. `preview` is the model-facing preview of
+    /// `outcome.outcomes`, the same as a foreground `DelegateOutcome.preview`.
+    Outcome {
+        outcome: Box<WindowOutcome>,
+        preview: String,
+    },
     /// The coordinator's own event stream fell behind and dropped `missed` events.
     Lagged { missed: u64 },
     /// The runtime has shut down; no more events follow.
@@ -649,6 +804,10 @@ methods! {
     Guard = "guard", GuardParams => GuardResult;
     /// Child-only: one structured-result attempt of the caller (`submit_result`).
     Submit = "submit", SubmitParams => SubmitResult;
+    /// Operator-only: the main session's model reserves a mutating tool call at preflight.
+    ParentToolStart = "parentToolStart", ParentToolStartParams => ParentToolStartResult;
+    /// Operator-only: a main-session tool call finalized; its reservation is released.
+    ParentToolEnd = "parentToolEnd", ParentToolEndParams => ParentToolEndResult;
 }
 
 /// A request line as a client writes it.

@@ -39,7 +39,10 @@ pub fn call_raw<M: Method>(
 ) -> Result<RawResult, ClientError> {
     let hello = HelloParams {
         protocols: SUPPORTED_PROTOCOLS.to_vec(),
-        client: Some(format!("slate {}", env!("CARGO_PKG_VERSION"))),
+        client: Some(methods::ClientInfo::named(format!(
+            "slate {}",
+            env!("CARGO_PKG_VERSION")
+        ))),
         capability: None,
     };
     let mut lines = methods::encode_request::<methods::method::Hello>(HELLO_ID, &hello)

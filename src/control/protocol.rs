@@ -48,6 +48,12 @@ pub mod codes {
     pub const ACTOR_ENDED: &str = "actor-ended";
     /// The peer process is unknown, so the actor cannot be decided.
     pub const ACTOR_UNKNOWN: &str = "actor-unknown";
+    /// `hello.client.extension` is not the content hash of the extension embedded in this
+    /// binary: the installed extension and the binary do not match.
+    pub const EXTENSION_MISMATCH: &str = "extension-mismatch";
+    /// The host pi version (`slate serve --host-version`) fails the supported-host gate:
+    /// delegated execution and model-delivering messages are refused.
+    pub const UNSUPPORTED_HOST: &str = "unsupported-host";
 }
 
 /// A request id: a string or an integer, echoed verbatim in the response.
@@ -394,6 +400,33 @@ impl ControlError {
 
     pub fn internal(detail: &str) -> Self {
         Self::new(codes::INTERNAL, detail)
+    }
+
+    /// `method` would deliver work or text to a model under a host pi that fails the
+    /// supported-host gate ([Supported host]); `data` is `{detected, minimum}`.
+    pub fn unsupported_host(method: &str, error: &crate::policy::version::VersionError) -> Self {
+        Self::new(
+            codes::UNSUPPORTED_HOST,
+            format!(
+                "{method}: unsupported host: {error}; status, stop, inbox and shutdown stay available"
+            ),
+        )
+        .with_data(serde_json::json!({
+            "detected": error.detected(),
+            "minimum": crate::policy::version::MINIMUM_VERSION.to_string(),
+        }))
+    }
+
+    /// `hello.client.extension` names another extension build than the one embedded in this
+    /// binary; `data` is `{client, embedded}`.
+    pub fn extension_mismatch(client: &str, embedded: &str) -> Self {
+        Self::new(
+            codes::EXTENSION_MISMATCH,
+            format!(
+                "hello.client.extension: the installed Slate pi extension {client} does not match the extension {embedded} of this slate binary; run `slate pi install` and restart pi"
+            ),
+        )
+        .with_data(serde_json::json!({ "client": client, "embedded": embedded }))
     }
 
     /// Invalid request input found by a policy validator: every problem, each naming its field.

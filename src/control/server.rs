@@ -130,6 +130,14 @@ pub enum ServerError {
     Permissions { path: PathBuf, source: io::Error },
 }
 
+/// [`Server::bind_logged_coordinator`] failed: why, and the socket it tried.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot serve on {}: {error}", socket.display())]
+pub struct BindError {
+    pub socket: PathBuf,
+    pub error: ServerError,
+}
+
 /// A bound, not yet serving, control socket. Its metadata file is written.
 pub struct Server {
     listener: UnixListener,
@@ -159,6 +167,17 @@ impl Server {
     /// directory (`$XDG_RUNTIME_DIR/slate` or `/tmp/slate-<uid>`), metadata for `cwd`, the
     /// default limits. The error names the socket.
     pub fn bind_coordinator(parent_id: uuid::Uuid, cwd: PathBuf) -> Result<Self, String> {
+        Self::bind_logged_coordinator(parent_id, cwd, None).map_err(|e| e.to_string())
+    }
+
+    /// [`Server::bind_coordinator`] recording the coordinator's event log in its metadata (so
+    /// a second `slate serve` for the same parent id can tell where it is), with the typed
+    /// error ([`ServerError::InUse`] when a live coordinator already listens there).
+    pub fn bind_logged_coordinator(
+        parent_id: uuid::Uuid,
+        cwd: PathBuf,
+        events: Option<PathBuf>,
+    ) -> Result<Self, BindError> {
         let socket = super::RuntimeDir::from_env().socket_path(parent_id);
         let metadata = Metadata {
             pid: std::process::id(),
@@ -167,9 +186,18 @@ impl Server {
             started_at: crate::runtime::now_ms(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
             socket: socket.clone(),
+            events,
         };
         Self::bind(&socket, metadata, ServerConfig::default())
-            .map_err(|e| format!("cannot serve on {}: {e}", socket.display()))
+            .map_err(|error| BindError { socket, error })
+    }
+
+    /// Gives up a bound server that will not serve: its socket and metadata are removed (a
+    /// coordinator whose start failed after binding).
+    pub fn discard(self) {
+        drop(self.listener);
+        let _ = fs::remove_file(&self.socket);
+        let _ = fs::remove_file(&self.metadata_path);
     }
 
     /// The socket this server listens on.

@@ -14,21 +14,25 @@ use crate::config::live::{LivePolicy, PolicyUnavailable};
 use crate::config::{Loaded, ProfilesView};
 use crate::control::methods::{
     DelegateOutcome, DelegateParams, DelegateResult, Event, FleetStats, FleetStatus, GuardParams,
-    GuardResult, HostExtensionsParams, HostExtensionsResult, ProfilesResult, RenewParams, Request,
-    ShutdownResult, StatusParams, StatusResult, SubmitParams, SubmitResult, Target,
-    TranscriptResult,
+    GuardResult, HostExtensionsParams, HostExtensionsResult, ParentToolEndResult,
+    ParentToolStartResult, ProfilesResult, RenewParams, Request, ShutdownResult, StatusParams,
+    StatusResult, SubmitParams, SubmitResult, Target, TranscriptResult,
 };
 use crate::control::protocol::{ControlError, Payload};
 use crate::control::server::{BoxFuture, Handler, Session};
 use crate::control::session_routing::SessionRouting;
 use crate::control::summary_cache::{Summary, SummaryCache};
-use crate::core::{ChildRef, GuardKind, Input, Party, Refusal, Renewal, Reply, RequestId};
+use crate::core::{
+    ChildRef, GuardKind, Input, MessageMode, Party, Refusal, Renewal, Reply, RequestId,
+};
 use crate::policy::Problems;
 use crate::policy::capabilities::{OfferedTool, effective};
 use crate::policy::model::ModelContext;
+use crate::policy::parent_tools::{check_call_id, check_tool_name, is_parent_mutation};
 use crate::policy::request::{DelegateCall, SubagentRequest, parse_delegate_task, parse_subagent};
 use crate::policy::resolve::{ResolveContext, resolve_call};
 use crate::policy::schema::{validate_schema, validate_value};
+use crate::policy::version::{VersionError, check_host_version};
 use crate::runtime::{RuntimeEvent, RuntimeHandle, WhenAbandoned};
 use crate::store::fs::RealFs;
 
@@ -43,6 +47,9 @@ pub const CHILD_METHODS: [&str; 6] = ["delegate", "message", "inbox", "wait", "g
 /// counters, its structured result), and the root has neither ("no UUID/generation-targetable
 /// submission API exists").
 pub const CHILD_ONLY_METHODS: [&str; 2] = ["guard", "submit"];
+
+// `parentToolStart` and `parentToolEnd` are the root's own model's reservations: not in
+// [`CHILD_METHODS`], so a child is refused them (`root-only`) like every operator method.
 
 /// The party every core input of a request acts as: its connection's caller.
 fn actor(session: &Session) -> Party {
@@ -59,6 +66,9 @@ pub struct Service {
     routing: Option<Arc<SessionRouting>>,
     /// The last `status {summary: true}` answer, served again while nothing changed.
     summary: Arc<SummaryCache>,
+    /// Why the host pi fails the supported-host gate (`slate serve --host-version`), if it
+    /// does: then [`needs_supported_host`] requests are refused.
+    unsupported_host: Option<VersionError>,
 }
 
 impl Service {
@@ -76,13 +86,24 @@ impl Service {
         tokio::spawn(async move {
             loop {
                 let event = source.recv().await;
-                // Nobody subscribed: nothing to copy (but the end is still announced).
-                if sink.receiver_count() == 0 && matches!(event, Ok(RuntimeEvent::Registry(_))) {
+                // Nobody subscribed: nothing to copy or preview (but the end is still
+                // announced).
+                if sink.receiver_count() == 0
+                    && matches!(
+                        event,
+                        Ok(RuntimeEvent::Registry(_) | RuntimeEvent::Outcome(_))
+                    )
+                {
                     continue;
                 }
                 let event = match event {
                     Ok(RuntimeEvent::Registry(event)) => Event::Registry { event },
-                    Ok(RuntimeEvent::Outcome(outcome)) => Event::Outcome { outcome },
+                    // The same preview a foreground caller gets, so a subscriber delivers a
+                    // background window's outcome without rendering it again.
+                    Ok(RuntimeEvent::Outcome(outcome)) => {
+                        let preview = crate::policy::preview::preview(&outcome.outcomes);
+                        Event::Outcome { outcome, preview }
+                    }
                     Ok(RuntimeEvent::ShutdownComplete) => {
                         let _ = sink.send(Event::ShutdownComplete);
                         break;
@@ -101,7 +122,19 @@ impl Service {
             events,
             routing: None,
             summary: Arc::default(),
+            unsupported_host: None,
         }
+    }
+
+    /// Apply the supported-host gate ([Supported host]) to the host pi's version `detected`
+    /// (pi's `VERSION`, as the main session's extension reports it): when it fails, delegated
+    /// execution and model-delivering messages are refused with `unsupported-host`, naming
+    /// the detected and the minimum stable version, while status, stop, inbox and the other
+    /// reads and controls keep working.
+    #[must_use]
+    pub fn with_host_version(mut self, detected: &str) -> Self {
+        self.unsupported_host = check_host_version(detected).err();
+        self
     }
 
     /// Resolve logical-model tasks against `routing` and publish remembered providers from
@@ -249,6 +282,34 @@ impl Service {
                 }
             }
             Request::Submit(p) => raw(&self.submit(own_generation(actor, "submit")?, p).await?),
+            Request::ParentToolStart(p) => {
+                check_call_id(&p.call_id).map_err(|e| ControlError::invalid_request(&e))?;
+                check_tool_name(&p.tool).map_err(|e| ControlError::invalid_request(&e))?;
+                let read_only = !is_parent_mutation(&p.tool);
+                let call = p.call_id;
+                // The core decides even for an exempt tool (it answers `Ok` at once), so one
+                // rule holds the order of every reservation.
+                self.core(move |request| Input::ParentToolStart {
+                    request,
+                    call,
+                    read_only,
+                })
+                .await?;
+                raw(&ParentToolStartResult {
+                    reserved: !read_only,
+                })
+            }
+            Request::ParentToolEnd(p) => {
+                check_call_id(&p.call_id).map_err(|e| ControlError::invalid_request(&e))?;
+                let call = p.call_id;
+                match self
+                    .core(move |request| Input::ParentToolEnd { request, call })
+                    .await?
+                {
+                    Reply::Released { released } => raw(&ParentToolEndResult { released }),
+                    other => Err(unexpected("parentToolEnd", &other)),
+                }
+            }
             Request::Shutdown(_) => {
                 let rt = self.rt.clone();
                 tokio::spawn(async move {
@@ -663,6 +724,11 @@ impl Handler for Service {
                 }
                 _ => {}
             }
+            if let Some(error) = &self.unsupported_host
+                && needs_supported_host(&request)
+            {
+                return Err(ControlError::unsupported_host(request.method(), error));
+            }
             self.dispatch(request, session).await
         })
     }
@@ -682,6 +748,24 @@ impl From<PolicyUnavailable> for ControlError {
     fn from(e: PolicyUnavailable) -> Self {
         let data = serde_json::to_value(&e.problems).unwrap_or(Value::Null);
         ControlError::invalid_request(&e.to_string()).with_data(data)
+    }
+}
+
+/// The requests the supported-host gate covers ([Supported host]: "`delegate_task`,
+/// compatibility `subagent` launches, resume, followup, revive, steering/model-delivering
+/// messages"): everything that starts a generation or puts text into a model's conversation.
+/// A `message` in mode `inbox` only lands in a mailbox, and every read and control (status,
+/// stop, stopMany, park, inbox, wait, agents, transcript, profiles, policy, shutdown, the
+/// parent tool reservations) stays available.
+pub fn needs_supported_host(request: &Request) -> bool {
+    match request {
+        Request::Delegate(_)
+        | Request::Resume(_)
+        | Request::Followup(_)
+        | Request::Revive(_)
+        | Request::Steer(_) => true,
+        Request::Message(p) => p.mode != MessageMode::Inbox,
+        _ => false,
     }
 }
 

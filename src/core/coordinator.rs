@@ -226,7 +226,10 @@ impl Coordinator {
                 let result = self.parent_tool_start(call, read_only);
                 self.reply(request, result);
             }
-            Input::ParentToolEnd { call } => self.parent_mutations.retain(|c| *c != call),
+            Input::ParentToolEnd { request, call } => {
+                let released = self.parent_tool_end(&call);
+                self.reply(request, Ok(Reply::Released { released }));
+            }
             Input::Worker { child, event } => self.worker_event(child, event),
             Input::Guard {
                 request,
@@ -460,6 +463,13 @@ impl Coordinator {
         }
         self.parent_mutations.push(call);
         Ok(Reply::Ok)
+    }
+
+    /// Releases the reservation of `call`; whether there was one.
+    fn parent_tool_end(&mut self, call: &str) -> bool {
+        let before = self.parent_mutations.len();
+        self.parent_mutations.retain(|c| c != call);
+        self.parent_mutations.len() != before
     }
 
     /// Synchronous FIFO dequeue: dispatch from the head while a permit (and, for a writer,

@@ -141,6 +141,12 @@ pub enum Reply {
         errors: Vec<String>,
         message: String,
     },
+    /// Whether a parent tool call's reservation was released (`Input::ParentToolEnd`); only
+    /// `parentToolEnd` answers it (as `ParentToolEndResult`).
+    #[schemars(skip)]
+    Released {
+        released: bool,
+    },
     Ok,
 }
 

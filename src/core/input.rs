@@ -100,8 +100,10 @@ pub enum Input {
         call: String,
         read_only: bool,
     },
-    /// Every finalized parent tool call releases its reservation.
-    ParentToolEnd { call: String },
+    /// Every finalized parent tool call releases its reservation (including blocked calls),
+    /// answered with `Reply::Released`: whether `call` was reserved. An id that is not
+    /// reserved (exempt, refused or already released) changes nothing.
+    ParentToolEnd { request: RequestId, call: String },
     /// Something a worker did.
     Worker { child: ChildRef, event: WorkerEvent },
     /// A worker's extension asks before a model request, a compaction or a tool execution:

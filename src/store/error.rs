@@ -75,6 +75,14 @@ pub enum StoreError {
 
     #[error("cannot read event log {}: {source}", path.display())]
     ReadLog { path: PathBuf, source: io::Error },
+
+    /// An earlier runtime's log could not be set aside for a new runtime of the same parent.
+    #[error("cannot set the earlier event log {} aside as {}: {source}", path.display(), to.display())]
+    RetireLog {
+        path: PathBuf,
+        to: PathBuf,
+        source: io::Error,
+    },
 }
 
 /// Which step of a publication failed.

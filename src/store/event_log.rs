@@ -14,6 +14,56 @@ use super::private::{create_private_file, ensure_private_dir_chain, verify_file_
 use crate::core::ids::ChildRef;
 use crate::core::snapshot::{ChildSnapshot, RegistryEvent};
 
+/// Most earlier logs one parent id keeps (`events.1.jsonl` …); past it a new runtime of that
+/// parent does not start (nothing is deleted to make room).
+pub const MAX_RETIRED_LOGS: u32 = 10_000;
+
+/// Sets the log of an earlier runtime of the same parent id aside before a new one starts
+/// (a pi session resumed after its coordinator exited: the parent id is the session's), so
+/// the new runtime still begins a fresh log ([`EventLog::create`]) and the earlier one stays
+/// as it was, renamed to the first free `events.<n>.jsonl` beside it (n from 1: a higher n is
+/// a later runtime). The caller must be the only runtime of that parent (it holds the
+/// parent's control socket). `Ok(None)` when there is no earlier log.
+pub fn retire_previous(path: &Path) -> Result<Option<PathBuf>, StoreError> {
+    let path = paths::resolve(path)?;
+    match fs::symlink_metadata(&path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(StoreError::Inspect { path, source }),
+        Ok(meta) if !meta.file_type().is_file() => {
+            return Err(StoreError::RetireLog {
+                to: path.clone(),
+                path,
+                source: io::Error::other("not a regular file; left alone"),
+            });
+        }
+        Ok(_) => {}
+    }
+    let stem = path
+        .file_stem()
+        .map_or_else(|| "events".into(), |s| s.to_string_lossy().into_owned());
+    for n in 1..=MAX_RETIRED_LOGS {
+        let to = path.with_file_name(format!("{stem}.{n}.jsonl"));
+        // A hard link never replaces an existing file: a taken name is skipped.
+        match fs::hard_link(&path, &to) {
+            Ok(()) => {
+                fs::remove_file(&path).map_err(|source| StoreError::RetireLog {
+                    path: path.clone(),
+                    to: to.clone(),
+                    source,
+                })?;
+                return Ok(Some(to));
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(source) => return Err(StoreError::RetireLog { path, to, source }),
+        }
+    }
+    Err(StoreError::RetireLog {
+        to: path.with_file_name(format!("{stem}.{MAX_RETIRED_LOGS}.jsonl")),
+        path,
+        source: io::Error::other(format!("{MAX_RETIRED_LOGS} earlier logs are kept already")),
+    })
+}
+
 /// The writer side, owned by one runtime for its whole life.
 #[derive(Debug)]
 pub struct EventLog {

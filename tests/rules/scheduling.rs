@@ -1,6 +1,6 @@
 //! Rule 4 — FIFO scheduling [Capacity and bounded execution], including nested allocation.
 
-use slate::core::{Input, Party, Status};
+use slate::core::{Input, Party, Reply, Status};
 use slate::policy::scheduling::SchedulingPolicy;
 
 use crate::support::{Harness, ROOT, code, coordinator_general, policy, scout, writer};
@@ -110,9 +110,11 @@ fn a_parent_mutation_reservation_rejects_writer_batches_and_blocks_the_writer_le
         0,
         "and nothing behind the head writer overtakes it"
     );
-    h.handle(Input::ParentToolEnd {
+    let released = h.call(|request| Input::ParentToolEnd {
+        request,
         call: "edit-1".into(),
     });
+    assert_eq!(released, Ok(Reply::Released { released: true }));
     assert_eq!(h.status(w), Status::Setup);
     assert!(h.snap(w).writer_lease);
 }
@@ -337,11 +339,22 @@ fn a_parent_tool_call_id_is_reserved_once() {
         "duplicate-parent-call",
         input,
     );
-    h.handle(Input::ParentToolEnd {
+    let released = h.call(|request| Input::ParentToolEnd {
+        request,
         call: "edit-1".into(),
     });
+    assert_eq!(released, Ok(Reply::Released { released: true }));
     assert!(
         h.try_admit(ROOT, vec![writer("w")], false).is_ok(),
         "the reservation was released"
+    );
+    let again = h.call(|request| Input::ParentToolEnd {
+        request,
+        call: "edit-1".into(),
+    });
+    assert_eq!(
+        again,
+        Ok(Reply::Released { released: false }),
+        "a second end releases nothing"
     );
 }

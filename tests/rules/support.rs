@@ -446,6 +446,7 @@ pub fn assert_refused_unchanged(h: &mut Harness, label: &str, code: &str, input:
         | Input::Followup { request, .. }
         | Input::Revive { request, .. }
         | Input::ParentToolStart { request, .. }
+        | Input::ParentToolEnd { request, .. }
         | Input::Configure { request, .. }
         | Input::Shutdown { request } => *request,
         other => panic!("{label}: {other:?} is not a request"),

@@ -253,6 +253,7 @@ pub fn serve_pi(
         started_at: slate::runtime::now_ms(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
         socket: PathBuf::new(),
+        events: None,
     };
     let server = Server::bind(&socket, metadata, ServerConfig::default()).unwrap();
     // Before the first worker is dispatched, not when the server task first runs.

@@ -243,6 +243,7 @@ fn reply_kind(reply: &Reply) -> &'static str {
         Reply::Status { .. } => "status",
         Reply::Guard { .. } => "guard",
         Reply::Submit { .. } => "submit",
+        Reply::Released { .. } => "released",
         Reply::Ok => "ok",
     }
 }
