@@ -349,12 +349,10 @@ export class ControlClient {
 
 /** `hello`'s params: only the members this endpoint has (absent, not `null`). */
 export function helloParams(endpoint: Endpoint): HelloParams {
-	const params: HelloParams = { protocols: [PROTOCOL_VERSION], client: endpoint.client };
+	const client = endpoint.extension === undefined ? endpoint.client : { name: endpoint.client, extension: endpoint.extension };
+	const params: HelloParams = { protocols: [PROTOCOL_VERSION], client };
 	if (endpoint.capability !== undefined) {
 		params.capability = endpoint.capability;
-	}
-	if (endpoint.extension !== undefined) {
-		params.extension = endpoint.extension;
 	}
 	return params;
 }

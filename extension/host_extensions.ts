@@ -53,8 +53,8 @@ export function registerHostExtensions(pi: ExtensionAPI, client: () => Promise<C
 			if (c === undefined) {
 				return;
 			}
-			const units = hostUnits(pi.getAllTools() as ToolProvenance[]);
 			try {
+				const units = hostUnits(pi.getAllTools() as ToolProvenance[]);
 				doctrine = (await c.call("hostExtensions", { units })).doctrine;
 			} catch {
 				// Refused (already resolved by an earlier instance) or gone: workers load what

@@ -25,10 +25,12 @@ export type Target = string | { id: string; generation: number };
 
 export interface HelloParams {
 	protocols: number[];
-	client?: string;
+	/**
+	 * `"name version"`, or `{name, extension}` from the main session, where `extension` is the
+	 * installed extension's content hash: a different one than the binary's is refused.
+	 */
+	client?: string | { name: string; extension: string };
 	capability?: string;
-	/** The installed extension's content hash; a different one than the binary's is refused. */
-	extension?: string;
 }
 
 export type CallerView = { kind: "operator" } | { kind: "child"; target: string };

@@ -52,6 +52,9 @@ export class FakePi {
 			sendMessage: (message: Sent["message"], options: unknown) => {
 				this.sent.push({ message, options });
 			},
+			// Every registered tool, as an extension tool of this file (pi's provenance shape).
+			getAllTools: () =>
+				[...this.tools.keys()].map((name) => ({ name, sourceInfo: { path: "/fake/extension.ts", source: "local" } })),
 		};
 		return api as unknown as ExtensionAPI;
 	}

@@ -120,7 +120,7 @@ test("a session's coordinator: started with the contract's argv, hello as the op
 	const hellos = log().filter((r) => r.request === "hello");
 	assert.ok(hellos.length >= 2, "the subscription and the tool's own connection");
 	for (const h of hellos) {
-		assert.deepEqual(h.params, { protocols: [2], client: "slate-pi-extension test", extension: "ab12" });
+		assert.deepEqual(h.params, { protocols: [2], client: { name: "slate-pi-extension test", extension: "ab12" } });
 	}
 	assert.deepEqual(log().find((r) => r.request === "delegate")?.params, { request: { assignment: "look", profile: "scout" } });
 	await pi.emit("session_shutdown", { type: "session_shutdown", reason: "quit" }, fakeCtx(notices));
