@@ -303,6 +303,12 @@ fn the_root_tools_delegate_to_real_pi_workers_from_the_main_session() {
     assert!(!error, "{stopped}");
     assert!(stopped.contains(&target[..36]), "{stopped}");
 
+    status_then_kill_then_uninstall(main);
+}
+
+/// `/subagent-status` equals `slate status`; pi killed with SIGKILL leaves nothing of its
+/// session; `slate pi uninstall` restores the settings exactly.
+fn status_then_kill_then_uninstall(mut main: Main) {
     // `/subagent-status` inside pi is `slate status` beside it, word for word (every row has
     // ended, so no clock differs).
     main.expect_outcome_messages(3);
