@@ -13,8 +13,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use slate::control::protocol::Payload;
-use slate::control::server::{Handler, Session};
 use slate::control::service::Service;
 use slate::control::session_routing::SessionRouting;
 use slate::policy::capabilities::pi_offered_tools;
@@ -25,28 +23,11 @@ use slate::sim::Script;
 use slate::worker::sim::{ScriptBook, SimBackend};
 
 fn base(name: &str) -> PathBuf {
-    let base =
-        std::env::temp_dir().join(format!("slate-ctl-hostext-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&base);
-    for dir in ["work", "agent"] {
-        std::fs::create_dir_all(base.join(dir)).unwrap();
-    }
-    std::fs::canonicalize(base).unwrap()
+    service_fixture::base("slate-ctl-hostext", name)
 }
 
 async fn call(service: &Service, method: &str, params: Value) -> Result<Value, Value> {
-    let session = Session {
-        id: 1,
-        peer_pid: None,
-        client: None,
-        caller: slate::control::caller::Caller::Operator,
-    };
-    match service.handle(method, params, &session).await {
-        Ok(Payload::Value(v)) => Ok(v),
-        Ok(Payload::Raw(raw)) => Ok(serde_json::from_str(raw.get()).unwrap()),
-        Ok(Payload::Shared(raw)) => Ok(serde_json::from_str(raw.get()).unwrap()),
-        Err(e) => Err(serde_json::to_value(&e).unwrap()),
-    }
+    service_fixture::operator_call(service, method, params).await
 }
 
 fn unit(source: &str, path: &str, tools: &[&str]) -> Value {

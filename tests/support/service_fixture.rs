@@ -59,3 +59,37 @@ pub fn models() -> ModelContext {
         parent_allowlist: None,
     }
 }
+
+/// A fresh `work` + `agent` fixture directory under the temp dir, canonical.
+#[allow(dead_code, reason = "not every test file uses it")]
+pub fn base(prefix: &str, name: &str) -> std::path::PathBuf {
+    let base = std::env::temp_dir().join(format!("{prefix}-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    for dir in ["work", "agent"] {
+        std::fs::create_dir_all(base.join(dir)).unwrap();
+    }
+    std::fs::canonicalize(base).unwrap()
+}
+
+/// `method` handled by `service` as the operator: the result, or the error's wire form.
+#[allow(dead_code, reason = "not every test file uses it")]
+pub async fn operator_call(
+    service: &slate::control::service::Service,
+    method: &str,
+    params: serde_json::Value,
+) -> Result<serde_json::Value, serde_json::Value> {
+    use slate::control::protocol::Payload;
+    use slate::control::server::{Handler as _, Session};
+    let session = Session {
+        id: 1,
+        peer_pid: None,
+        client: None,
+        caller: slate::control::caller::Caller::Operator,
+    };
+    match service.handle(method, params, &session).await {
+        Ok(Payload::Value(v)) => Ok(v),
+        Ok(Payload::Raw(raw)) => Ok(serde_json::from_str(raw.get()).unwrap()),
+        Ok(Payload::Shared(raw)) => Ok(serde_json::from_str(raw.get()).unwrap()),
+        Err(e) => Err(serde_json::to_value(&e).unwrap()),
+    }
+}
