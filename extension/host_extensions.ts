@@ -2,11 +2,12 @@
  * `workerExtensions` (spec 000 "Worker extensions"): the host session's own extensions that
  * Slate loads into every worker too.
  *
- * The extension only reports: once the session's coordinator is up, the load units this pi
+ * The extension only reports: once the session's coordinator is up (and before any tool is
+ * served), the load units this pi
  * session has loaded (grouped from `pi.getAllTools()` by each tool's `sourceInfo.path`;
  * pi's built-ins and SDK tools are not extensions) go to `hostExtensions`, and the coordinator
  * decides with the session's patterns which ones workers load, which are withheld and why.
- * The doctrine line it answers is added to this session's prompt guidelines before each run, so
+ * The doctrine line it answers is appended to this session's system prompt before each run, so
  * the model knows what it can delegate.
  */
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
@@ -40,32 +41,31 @@ export function hostUnits(tools: readonly ToolProvenance[]): HostUnit[] {
 }
 
 /**
- * Report the host's units once the coordinator is up (`client` resolves to it, or to
- * `undefined` when Slate is not running in this session), then keep the doctrine line in the
- * prompt guidelines of every run.
+ * Report the host's units to the session's new coordinator; its doctrine line, or `null`.
+ * Awaited before the session's tools are served, so no worker starts before the decision.
  */
-export function registerHostExtensions(pi: ExtensionAPI, client: () => Promise<ControlClient | undefined>): void {
-	let doctrine: string | null = null;
-	pi.on("session_start", () => {
-		doctrine = null;
-		void (async () => {
-			const c = await client();
-			if (c === undefined) {
-				return;
-			}
-			try {
-				const units = hostUnits(pi.getAllTools() as ToolProvenance[]);
-				doctrine = (await c.call("hostExtensions", { units })).doctrine;
-			} catch {
-				// Refused (already resolved by an earlier instance) or gone: workers load what
-				// the coordinator decided, and the prompt names nothing it cannot vouch for.
-			}
-		})();
-	});
-	pi.on("before_agent_start", (event) => {
-		const guidelines = event.systemPromptOptions?.promptGuidelines;
-		if (doctrine !== null && guidelines !== undefined && !guidelines.includes(doctrine)) {
-			guidelines.push(doctrine);
+export async function reportHostExtensions(pi: ExtensionAPI, client: ControlClient): Promise<string | null> {
+	try {
+		const units = hostUnits(pi.getAllTools() as ToolProvenance[]);
+		return (await client.call("hostExtensions", { units })).doctrine;
+	} catch {
+		// Refused (already resolved by an earlier instance of this session) or gone: workers
+		// load what the coordinator decided, and the prompt names nothing it cannot vouch for.
+		return null;
+	}
+}
+
+/**
+ * Keep `doctrine()` (when there is one) at the end of the system prompt of every run. The line
+ * is the same for the whole session, so the prompt stays the same from run to run. The first
+ * run of a session waits for the session's coordinator to have decided.
+ */
+export function registerDoctrine(pi: ExtensionAPI, doctrine: () => Promise<string | null>): void {
+	pi.on("before_agent_start", async (event) => {
+		const line = await doctrine();
+		if (line === null || event.systemPrompt.includes(line)) {
+			return undefined;
 		}
+		return { systemPrompt: `${event.systemPrompt}\n\n${line}` };
 	});
 }

@@ -20,7 +20,7 @@ import { cliRunner, type RunCli } from "./cli.ts";
 import { registerCommands } from "./commands.ts";
 import type { Send } from "./delivery.ts";
 import { registerHandoff } from "./handoff.ts";
-import { registerHostExtensions } from "./host_extensions.ts";
+import { registerDoctrine, reportHostExtensions } from "./host_extensions.ts";
 import type { InstallationResult } from "./install.ts";
 import { registerReservation } from "./reservation.ts";
 import { registerRootTools } from "./root_tools.ts";
@@ -53,6 +53,8 @@ export function mainSession(pi: ExtensionAPI, options: MainSessionOptions): void
 	const { installation } = options;
 	let started: Promise<Started> = Promise.resolve({ ok: false, reason: "the session has not started yet" });
 	let widget: FleetWidget | undefined;
+	/** The coordinator's `workerExtensions` line for this session's prompt, if any. */
+	let doctrine: string | null = null;
 	const run: RunCli | undefined = installation.ok ? cliRunner(installation.installation.slate) : undefined;
 
 	const send: Send = (message, sendOptions) => pi.sendMessage(message, sendOptions);
@@ -66,6 +68,7 @@ export function mainSession(pi: ExtensionAPI, options: MainSessionOptions): void
 	};
 
 	pi.on("session_start", (_event, ctx) => {
+		doctrine = null;
 		if (!installation.ok) {
 			started = Promise.resolve({ ok: false, reason: installation.reason });
 			ctx.ui.notify(`Slate: ${installation.reason}`, "warning");
@@ -87,28 +90,33 @@ export function mainSession(pi: ExtensionAPI, options: MainSessionOptions): void
 			client: options.client,
 			send,
 			...(extension === undefined ? {} : { extension }),
-		}).then(
-			(rt): Started => {
-				if (ctx.hasUI) {
-					widget = new FleetWidget(slate, rt.parentId, ctx.cwd, (key, lines) => {
-						try {
-							ctx.ui.setWidget(key, lines);
-						} catch {
-							// The session was replaced meanwhile: its widget went with it.
-						}
-					}, process.stdout.columns);
-				}
-				return { ok: true, runtime: rt };
-			},
-			(error: Error): Started => {
-				try {
-					ctx.ui.notify(`Slate could not start its coordinator: ${error.message}`, "error");
-				} catch {
-					// The session was replaced meanwhile; the tools still answer with the reason.
-				}
-				return { ok: false, reason: error.message };
-			},
-		);
+		})
+			.then(async (rt) => {
+				doctrine = await reportHostExtensions(pi, rt.client);
+				return rt;
+			})
+			.then(
+				(rt): Started => {
+					if (ctx.hasUI) {
+						widget = new FleetWidget(slate, rt.parentId, ctx.cwd, (key, lines) => {
+							try {
+								ctx.ui.setWidget(key, lines);
+							} catch {
+								// The session was replaced meanwhile: its widget went with it.
+							}
+						}, process.stdout.columns);
+					}
+					return { ok: true, runtime: rt };
+				},
+				(error: Error): Started => {
+					try {
+						ctx.ui.notify(`Slate could not start its coordinator: ${error.message}`, "error");
+					} catch {
+						// The session was replaced meanwhile; the tools still answer with the reason.
+					}
+					return { ok: false, reason: error.message };
+				},
+			);
 	});
 
 	pi.on("session_shutdown", async () => {
@@ -125,9 +133,9 @@ export function mainSession(pi: ExtensionAPI, options: MainSessionOptions): void
 		const s = await started;
 		return s.ok ? { ok: true, client: s.runtime.client } : { ok: false, reason: s.reason };
 	});
-	registerHostExtensions(pi, async () => {
-		const s = await started;
-		return s.ok ? s.runtime.client : undefined;
+	registerDoctrine(pi, async () => {
+		await started;
+		return doctrine;
 	});
 	registerRootTools(pi, runtime);
 	registerSubagent(pi, runtime);

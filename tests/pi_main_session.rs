@@ -46,6 +46,11 @@ struct Main {
 impl Main {
     /// `None` when real pi is not installed (skipped).
     fn start(test: &str) -> Option<Self> {
+        Self::start_with(test, |_| {})
+    }
+
+    /// [`Main::start`], with `prepare` run on the sandbox after install, before pi starts.
+    fn start_with(test: &str, prepare: impl FnOnce(&PiSandbox)) -> Option<Self> {
         let pi_cmd = pi_env::pi_or_skip(test)?;
         let llm = FakeLlm::start().unwrap();
         let sandbox = PiSandbox::new(test, &llm.base_url()).unwrap();
@@ -58,6 +63,7 @@ impl Main {
             String::from_utf8_lossy(&install.stdout),
             String::from_utf8_lossy(&install.stderr)
         );
+        prepare(&sandbox);
         // Loaded from pi's settings, as a user's pi loads it: no `-e`, no `-ne`.
         let mut command = sandbox.command(&pi_cmd, &["--mode", "rpc"]);
         with_slate_env(&mut command, &sandbox, &pi_cmd.argv);
@@ -389,4 +395,67 @@ fn the_main_sessions_bash_waits_for_a_writer_childs_lease() {
     assert!(!error, "{text}");
     assert!(witness.exists(), "allowed once the lease was released");
     drop(main);
+}
+
+#[test]
+fn a_host_extension_the_patterns_select_reaches_the_workers() {
+    let Some(mut main) = Main::start_with("main_session_worker_extensions", |sandbox| {
+        // An extension the user's pi loads, and the session's pattern that selects it.
+        let probe = sandbox.root().join("host-probe/index.ts");
+        std::fs::create_dir_all(probe.parent().unwrap()).unwrap();
+        std::fs::write(
+            &probe,
+            r#"export default function (pi: any) {
+  pi.registerTool({
+    name: "host_probe",
+    label: "Host probe",
+    description: "Answers with a fixed line.",
+    parameters: { type: "object", properties: {}, additionalProperties: false },
+    async execute() {
+      return { content: [{ type: "text", text: "host probe ran" }], details: {} };
+    },
+  });
+}
+"#,
+        )
+        .unwrap();
+        let settings = sandbox.agent_dir.join("settings.json");
+        let mut value: Value = serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();
+        value["extensions"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!(probe.parent().unwrap()));
+        std::fs::write(&settings, serde_json::to_vec_pretty(&value).unwrap()).unwrap();
+        std::fs::write(
+            sandbox.agent_dir.join("slate.json"),
+            r#"{"workerExtensions": ["host-probe"]}"#,
+        )
+        .unwrap();
+    }) else {
+        return;
+    };
+    let worker = calls("worker", &[("host_probe", json!({}))]);
+    main.run(
+        "probe",
+        &calls(
+            "main",
+            &[(
+                "delegate_task",
+                json!({"assignment": worker, "profile": "scout"}),
+            )],
+        ),
+    );
+    let (error, text) = main.last_tool_result("delegate_task");
+    assert!(!error, "{text}");
+    assert!(
+        text.contains("[1] host probe ran"),
+        "the worker ran the host's tool: {text}"
+    );
+    // The main session's model was told what its workers gain.
+    let told = main.llm.requests().iter().any(|r| {
+        r.body
+            .to_string()
+            .contains("Slate workers also load these host extensions")
+    });
+    assert!(told, "the doctrine line:\n{}", main.llm.requests()[0].body);
 }
