@@ -459,3 +459,72 @@ fn a_host_extension_the_patterns_select_reaches_the_workers() {
     });
     assert!(told, "the doctrine line:\n{}", main.llm.requests()[0].body);
 }
+
+/// pi's current session file (RPC `get_state`).
+fn current_session_file(main: &mut Main, id: &str) -> String {
+    main.pi
+        .send(&json!({"id": id, "type": "get_state"}))
+        .unwrap();
+    let state = main
+        .pi
+        .read_until(RUN_TIMEOUT, |r| r["type"] == "response" && r["id"] == id)
+        .unwrap_or_else(|e| panic!("no get_state answer ({e:?}):\n{}", main.evidence()));
+    state["data"]["sessionFile"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn slate_handoff_inside_pi_switches_to_the_successor_and_sends_its_kickoff() {
+    // The routing policy permits the session's model, so the successor is adopted at once
+    // (otherwise adoption pauses until `/slate resume` with a permitted model).
+    let Some(mut main) = Main::start_with("main_session_handoff", |sandbox| {
+        let slate = json!({"router": {"models": {"add": [{
+            "model": "fake-test", "capabilityRating": 50, "costRating": 10, "effort": "off",
+            "preferredProvider": "fake", "providers": {"fake": "fake-model"},
+            "guidelines": ["tests only"], "cautions": ["offline fake server"]
+        }]}}});
+        std::fs::write(sandbox.agent_dir.join("slate.json"), slate.to_string()).unwrap();
+    }) else {
+        return;
+    };
+    main.run("first", "SCENARIO:TEXT the work so far");
+    let original = current_session_file(&mut main, "state-1");
+    main.pi
+        .send(&json!({"id": "handoff", "type": "prompt", "message": "/slate handoff --user-request finish the parser"}))
+        .unwrap();
+    let deadline = Instant::now() + RUN_TIMEOUT;
+    let mut n = 0;
+    let successor = loop {
+        n += 1;
+        let now = current_session_file(&mut main, &format!("state-{}", n + 1));
+        if now != original {
+            break now;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "pi never switched sessions:\n{}",
+            main.evidence()
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    assert!(std::path::Path::new(&successor).exists(), "{successor}");
+    // The claimed kickoff starts the successor's first turn, naming the focus.
+    let deadline = Instant::now() + RUN_TIMEOUT;
+    while !main
+        .llm
+        .requests()
+        .iter()
+        .any(|r| r.last_user_text.contains("finish the parser"))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no kickoff request:\n{}",
+            main.evidence()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let successor_text = std::fs::read_to_string(&successor).unwrap();
+    assert!(
+        successor_text.contains("slate-kickoff"),
+        "the kickoff is in the successor: {successor_text}"
+    );
+}
