@@ -605,18 +605,18 @@ fn resume_rules_table() {
             Err("model"),
         ),
         (
-            "adoption, bad effort (exact gate)",
+            "adoption, bad effort: a usage error before the gate",
             vec![st(true, Some("adoption"))],
             args(None, Some("turbo")),
             &ExactSelectionGate,
-            Err("model"),
+            Err("usage"),
         ),
         (
-            "adoption, conflicting efforts",
+            "adoption, conflicting efforts: a usage error before the gate",
             vec![st(true, Some("adoption"))],
             args(Some("fake/m:low"), Some("high")),
             &ExactSelectionGate,
-            Err("model"),
+            Err("usage"),
         ),
         (
             "unadopted handoff",
@@ -780,6 +780,25 @@ fn handoff_plan_carries_snapshot_and_binds_records() {
     assert_eq!(
         rules::kickoff_text(None, None, &["user-request"], SID),
         None
+    );
+    // Focus text is literal: placeholders typed in it are not expanded (one pass over the
+    // template), and an unknown placeholder in the template is kept.
+    let template = rules::Template {
+        text: "[{{purpose}}] {{focus}} {{unknown}} {{".to_owned(),
+        source: KickoffSource::Home,
+    };
+    assert_eq!(
+        rules::kickoff_text(
+            Some(&template),
+            Some("keep {{purpose}} and {{previousSession}} as typed"),
+            &["post-check"],
+            SID
+        ),
+        Some((
+            "[post-check] keep {{purpose}} and {{previousSession}} as typed {{unknown}} {{"
+                .to_owned(),
+            KickoffSource::Home
+        ))
     );
     let _: Option<Kickoff> = None;
 }
@@ -1286,6 +1305,16 @@ fn cli_exit_codes_and_json() {
     assert!(!out.contains("turn"), "never claims a turn started: {out}");
     let (code, out, _) = slate(&env, &["--json", "resume", "--session", pp]);
     assert_eq!(code, 1, "{out}");
+
+    // An adoption pause: a malformed --effort is the same usage error (exit 2), before the
+    // model gate is asked, and nothing is written.
+    let adoption = env.session(&[custom("slate-state", state(true, Some("adoption")))]);
+    let ap = adoption.to_str().unwrap();
+    let before = fs::read(&adoption).unwrap();
+    let (code, _, err) = slate(&env, &["resume", "--session", ap, "--effort", "HIGH"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--effort"), "{err}");
+    assert_eq!(fs::read(&adoption).unwrap(), before);
 }
 
 // ---------------------------------------------------------------------------------------------

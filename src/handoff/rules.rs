@@ -215,7 +215,8 @@ pub struct Template {
 
 /// The kickoff: the template with `{{focus}}`, `{{purpose}}`, `{{causes}}` and
 /// `{{previousSession}}` filled in; without a template, a short default when a focus is
-/// given; else none.
+/// given; else none. The placeholders are filled in one pass over the template: what is put in
+/// is never read again, so a focus that itself holds `{{purpose}}` stays literal.
 pub fn kickoff_text(
     template: Option<&Template>,
     focus: Option<&str>,
@@ -226,11 +227,15 @@ pub fn kickoff_text(
     let causes = causes.join(" during a ");
     match (template, focus) {
         (Some(t), _) => Some((
-            t.text
-                .replace("{{focus}}", focus.unwrap_or(""))
-                .replace("{{purpose}}", purpose)
-                .replace("{{causes}}", &causes)
-                .replace("{{previousSession}}", previous),
+            fill(
+                &t.text,
+                &[
+                    ("{{focus}}", focus.unwrap_or("")),
+                    ("{{purpose}}", purpose),
+                    ("{{causes}}", &causes),
+                    ("{{previousSession}}", previous),
+                ],
+            ),
             t.source,
         )),
         (None, Some(f)) => Some((
@@ -242,6 +247,29 @@ pub fn kickoff_text(
         )),
         (None, None) => None,
     }
+}
+
+/// `template` with each placeholder of `values` replaced by its value, left to right in one
+/// pass (text that is not a known placeholder is kept as it is).
+fn fill(template: &str, values: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(at) = rest.find("{{") {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        match values.iter().find(|(name, _)| rest.starts_with(name)) {
+            Some((name, value)) => {
+                out.push_str(value);
+                rest = &rest[name.len()..];
+            }
+            None => {
+                out.push_str("{{");
+                rest = &rest[2..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Everything a handoff needs that was read elsewhere.
@@ -396,6 +424,9 @@ pub fn plan_resume(
         Some(None) => ClearedPause::Legacy,
         None => return Err(ResumeRefusal::NotPaused),
     };
+    // The flags' own syntax first, whatever the pause: a malformed `--model`/`--effort` is a
+    // usage error (exit 2) before any gate is asked.
+    let parsed = parse_choice(args).map_err(ResumeRefusal::Usage)?;
     let selected = if cleared == ClearedPause::Adoption {
         let choice = ModelChoice {
             model: args.model.clone().or(saved_model.clone()),
@@ -409,7 +440,7 @@ pub fn plan_resume(
         };
         gate.permit(&choice).map_err(ResumeRefusal::Model)?
     } else {
-        parse_choice(args).map_err(ResumeRefusal::Usage)?
+        parsed
     };
     let kickoff = view.kickoff().cloned();
     let (deliver, already_claimed) = match kickoff {
