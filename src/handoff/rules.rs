@@ -257,15 +257,12 @@ fn fill(template: &str, values: &[(&str, &str)]) -> String {
     while let Some(at) = rest.find("{{") {
         out.push_str(&rest[..at]);
         rest = &rest[at..];
-        match values.iter().find(|(name, _)| rest.starts_with(name)) {
-            Some((name, value)) => {
-                out.push_str(value);
-                rest = &rest[name.len()..];
-            }
-            None => {
-                out.push_str("{{");
-                rest = &rest[2..];
-            }
+        if let Some((name, value)) = values.iter().find(|(name, _)| rest.starts_with(name)) {
+            out.push_str(value);
+            rest = &rest[name.len()..];
+        } else {
+            out.push_str("{{");
+            rest = &rest[2..];
         }
     }
     out.push_str(rest);
