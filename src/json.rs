@@ -14,6 +14,8 @@
 //!
 //! The signatures mirror `serde_json`'s, so a call site changes only its path.
 
+pub mod strict;
+
 use std::io;
 
 use serde::Serialize;

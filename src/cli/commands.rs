@@ -273,7 +273,7 @@ pub fn run(printer: &Printer, command: Command) -> Result<ExitCode, Error> {
                     task["cwd"] = json!(c);
                 }
                 if let Some(l) = limits {
-                    match serde_json::from_str::<Value>(&l) {
+                    match crate::json::strict::from_str(&l) {
                         Ok(v) => task["limits"] = v,
                         Err(e) => return usage(format!("--limits: invalid JSON: {e}")),
                     }

@@ -24,7 +24,9 @@ pub fn read_json(path: &std::path::Path) -> Result<Value, String> {
     } else {
         std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?
     };
-    serde_json::from_str(&text).map_err(|e| format!("{}: invalid JSON: {e}", path.display()))
+    // Strict: a repeated member name or a byte order mark is refused, not read silently.
+    crate::json::strict::from_str(&text)
+        .map_err(|e| format!("{}: invalid JSON: {e}", path.display()))
 }
 
 /// Parse `UUID@GEN` or `UUID GEN` (exactly; never a prefix or "latest").

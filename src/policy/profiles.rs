@@ -204,7 +204,8 @@ pub fn resolve(
 
 fn parse_root(file: ConfigFile<'_>, problems: &mut Vec<Problem>) -> Option<Map<String, Value>> {
     let text = file.text?;
-    match serde_json::from_str::<Value>(text) {
+    // Strict: a repeated member name or a byte order mark is refused, not read silently.
+    match crate::json::strict::from_str(text) {
         Ok(Value::Object(root)) => {
             for name in root.keys() {
                 if !ROOT_KEYS.contains(&name.as_str()) {
