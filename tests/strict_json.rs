@@ -19,7 +19,7 @@ fn fixture(name: &str) -> PathBuf {
     base
 }
 
-fn slate(base: &PathBuf, args: &[&str]) -> (i32, String) {
+fn slate(base: &std::path::Path, args: &[&str]) -> (i32, String) {
     let out = Command::new(SLATE)
         .args(args)
         .current_dir(base.join("work"))

@@ -7,9 +7,10 @@ use std::path::PathBuf;
 
 use tokio::signal::unix::{SignalKind, signal};
 
-use crate::cli::embedded::{Backend, EmbedArgs, Embedded, rt_shutdown};
+use crate::cli::embedded::{Backend, EmbedArgs, Embedded, Plan, rt_shutdown};
 use crate::cli::{Error, ExitCode, Printer};
 use crate::core::{ChildSnapshot, Party, Status};
+use crate::policy::capabilities::pi_offered_tools;
 use crate::policy::request::{SubagentRequest, parse_delegate_task, parse_subagent};
 use crate::policy::resolve::{ResolveContext, resolve_call};
 use crate::runtime::RuntimeEvent;
@@ -36,51 +37,38 @@ async fn run_async(printer: &Printer, args: &RunArgs) -> Result<ExitCode, Error>
             "cannot install signal handlers".to_owned(),
         ));
     };
-    let embedded = Embedded::start(&args.embed).await?;
-    let request = match crate::cli::fleet::read_json(&args.file) {
-        Ok(value) => value,
-        Err(e) => {
-            let _ = rt_shutdown(&embedded).await;
-            return Err(Error::Usage(e));
-        }
-    };
+    // Everything that can refuse the request runs before the runtime exists: a refused run
+    // writes nothing (no delegation directory, no `events.jsonl`), and a bad request file is
+    // the same usage error (exit 2) here as in `slate delegate --file`.
+    let plan = Plan::new(&args.embed)?;
+    let request = crate::cli::fleet::read_json(&args.file).map_err(Error::Usage)?;
     let call = match parse_delegate_task(&request) {
         Ok(call) => call,
         Err(native) => {
             if let Ok(SubagentRequest::Launch(call)) = parse_subagent(&request) {
                 call
             } else {
-                let _ = rt_shutdown(&embedded).await;
                 return Err(Error::problems("the request is invalid", native));
             }
         }
     };
-    let loaded = &embedded.loaded;
-    let models = &embedded.models;
-    let offered = &embedded.offered;
-    let resolved = embedded.routing.with_context(call.tasks.len(), |routing| {
+    let offered = pi_offered_tools();
+    let resolved = plan.routing.with_context(call.tasks.len(), |routing| {
         let ctx = ResolveContext {
-            profiles: &loaded.profiles,
-            root_cwd: &loaded.cwd,
+            profiles: &plan.loaded.profiles,
+            root_cwd: &plan.loaded.cwd,
             delegator: None,
-            offered,
-            models,
+            offered: &offered,
+            models: &plan.models,
             fs: &RealFs,
             routing,
         };
         resolve_call(&call, &ctx)
     });
-    let tasks = match resolved {
-        Ok(tasks) => tasks,
-        Err(problems) => {
-            let _ = rt_shutdown(&embedded).await;
-            return Err(Error::Problems {
-                headline: "the request was refused by policy".to_owned(),
-                problems,
-                refused: true,
-            });
-        }
-    };
+    // The same problems `slate delegate` gets from its coordinator as `invalid-request`, and
+    // the same exit (2).
+    let tasks = resolved.map_err(|problems| Error::problems("the request is invalid", problems))?;
+    let embedded = Embedded::launch(plan, &args.embed).await?;
 
     // pi workers cannot run without it (their extension guards every request and tool);
     // the simulated workers only lose outside observation.
