@@ -21,6 +21,8 @@ use pi_env::{PiSandbox, RpcPi};
 use serde_json::{Value, json};
 
 const SLATE: &str = env!("CARGO_BIN_EXE_slate");
+/// The host extension of the `workerExtensions` tests (one tool, `host_probe`).
+const HOST_PROBE: &str = include_str!("support/host_probe/index.ts");
 /// Generous: two cores, real pi workers, and cargo may be building next to us.
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -403,22 +405,7 @@ fn a_host_extension_the_patterns_select_reaches_the_workers() {
         // An extension the user's pi loads, and the session's pattern that selects it.
         let probe = sandbox.root().join("host-probe/index.ts");
         std::fs::create_dir_all(probe.parent().unwrap()).unwrap();
-        std::fs::write(
-            &probe,
-            r#"export default function (pi: any) {
-  pi.registerTool({
-    name: "host_probe",
-    label: "Host probe",
-    description: "Answers with a fixed line.",
-    parameters: { type: "object", properties: {}, additionalProperties: false },
-    async execute() {
-      return { content: [{ type: "text", text: "host probe ran" }], details: {} };
-    },
-  });
-}
-"#,
-        )
-        .unwrap();
+        std::fs::write(&probe, HOST_PROBE).unwrap();
         let settings = sandbox.agent_dir.join("settings.json");
         let mut value: Value = serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();
         value["extensions"]

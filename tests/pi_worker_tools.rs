@@ -27,6 +27,9 @@ use slate::core::{
 };
 use slate::worker::pi::PiBackend;
 
+/// The host extension of the `workerExtensions` tests (one tool, `host_probe`).
+const HOST_PROBE: &str = include_str!("support/host_probe/index.ts");
+
 /// An assignment for the `CALLS` scenario: each `(tool, arguments)` is one model tool call.
 fn calls(title: &str, script: &[(&str, Value)]) -> String {
     use std::fmt::Write as _;
@@ -692,22 +695,7 @@ async fn a_selected_host_extension_loads_into_the_worker_and_its_tool_runs() {
         return;
     };
     let probe = env.sandbox.root().join("host-probe.ts");
-    std::fs::write(
-        &probe,
-        r#"export default function (pi: any) {
-  pi.registerTool({
-    name: "host_probe",
-    label: "Host probe",
-    description: "Answers with a fixed line.",
-    parameters: { type: "object", properties: {}, additionalProperties: false },
-    async execute() {
-      return { content: [{ type: "text", text: "host probe ran" }], details: {} };
-    },
-  });
-}
-"#,
-    )
-    .unwrap();
+    std::fs::write(&probe, HOST_PROBE).unwrap();
     let backend = Arc::new(PiBackend::new(env.pi.clone()));
     let served = env.start_served(2, backend);
     assert!(served.rt.actors().set_worker_extensions(vec![

@@ -211,41 +211,24 @@ impl<'a> TableRow<'a> {
         }
     }
 
-    /// The row with its text owned.
+    /// The row with its text owned (only the two text cells change).
     pub fn into_owned(self) -> TableRow<'static> {
-        let Self(
-            id,
-            generation,
-            parent,
-            depth,
-            profile,
-            status,
-            assignment,
-            activity,
-            requests,
-            tokens,
-            cost,
-            created_at,
-            ended_at,
-            writer_lease,
-            presence,
-        ) = self;
         TableRow(
-            id,
-            generation,
-            parent,
-            depth,
-            profile,
-            status,
-            Cow::Owned(assignment.into_owned()),
-            activity.map(|a| Cow::Owned(a.into_owned())),
-            requests,
-            tokens,
-            cost,
-            created_at,
-            ended_at,
-            writer_lease,
-            presence,
+            self.0,
+            self.1,
+            self.2,
+            self.3,
+            self.4,
+            self.5,
+            Cow::Owned(self.6.into_owned()),
+            self.7.map(|a| Cow::Owned(a.into_owned())),
+            self.8,
+            self.9,
+            self.10,
+            self.11,
+            self.12,
+            self.13,
+            self.14,
         )
     }
 }

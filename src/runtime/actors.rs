@@ -97,9 +97,9 @@ struct Inner {
     /// The control socket workers are told about (`SLATE_SOCKET`), once one is bound.
     socket: Option<PathBuf>,
     /// The host session's extensions every worker started from now on loads after Slate's
-    /// own (`workerExtensions`, decided once per session: `policy::host_extensions`).
-    worker_extensions: Arc<[WorkerExtension]>,
-    extensions_set: bool,
+    /// own (`workerExtensions`, decided once per session: `policy::host_extensions`); `None`
+    /// until decided.
+    worker_extensions: Option<Arc<[WorkerExtension]>>,
     workers: HashMap<ChildRef, LiveWorker>,
     by_capability: HashMap<Capability, ChildRef>,
     by_pid: HashMap<u32, ChildRef>,
@@ -135,16 +135,18 @@ impl ActorRegistry {
     /// once a selection was set: the set is resolved once per session.
     pub fn set_worker_extensions(&self, selected: Vec<WorkerExtension>) -> bool {
         let mut inner = self.lock();
-        if inner.extensions_set {
+        if inner.worker_extensions.is_some() {
             return false;
         }
-        inner.extensions_set = true;
-        inner.worker_extensions = selected.into();
+        inner.worker_extensions = Some(selected.into());
         true
     }
 
     pub fn worker_extensions(&self) -> Arc<[WorkerExtension]> {
-        Arc::clone(&self.lock().worker_extensions)
+        self.lock()
+            .worker_extensions
+            .as_ref()
+            .map_or_else(|| Arc::from([]), Arc::clone)
     }
 
     /// A worker of `child` is being started: a fresh capability, replacing (and revoking)
