@@ -566,6 +566,135 @@ fn publication_into_a_vanished_task_dir_fails_with_the_path() {
     assert!(!task.path().exists(), "nothing is recreated");
 }
 
+// --- Issue 14, item 7: crash leftovers -------------------------------------------------------
+
+/// The env var that turns [`publication_child`] into the publisher the crash test kills.
+const PUBLISH_CHILD_DIR: &str = "SLATE_TEST_PUBLISH_CHILD_DIR";
+/// Large enough that writing it takes many milliseconds (the kill lands mid-write).
+const CHILD_RESULT_BYTES: usize = 96 * 1024 * 1024;
+
+/// Not a test of its own: run by [`crash_leftovers_7_kill_9_mid_publication_leaves_no_temp_file`]
+/// as a child process (this test binary, filtered to this name, with the env var set), it
+/// publishes one large `result.txt` into a fresh task directory and then waits to be killed.
+#[test]
+fn publication_child() {
+    let Some(dir) = std::env::var_os(PUBLISH_CHILD_DIR) else {
+        return;
+    };
+    let task = create_task_dir(Path::new(&dir), ChildRef::new(uuid(7), 1)).expect("task dir");
+    let text = "x".repeat(CHILD_RESULT_BYTES);
+    println!("publishing");
+    let _ = std::io::stdout().flush();
+    let _ = publish(&task, &text, None);
+    std::thread::sleep(std::time::Duration::from_secs(60));
+}
+
+/// Bytes the process has written so far (`/proc/<pid>/io`, `wchar`).
+fn written_bytes(pid: u32) -> Option<u64> {
+    let io = fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
+    io.lines()
+        .find_map(|l| l.strip_prefix("wchar: "))
+        .and_then(|n| n.trim().parse().ok())
+}
+
+/// Issue 14, item 7: "after kill -9 during publication, full-size `.result.txt.<hex>.tmp`
+/// files stay in task directories forever". A child process publishes a 96 MiB result and is
+/// killed with SIGKILL once it has written part of it (its `wchar` grew by 1 MiB): the task
+/// directory then holds its own directories and at most a complete `result.txt`, never a
+/// temporary file.
+#[test]
+fn crash_leftovers_7_kill_9_mid_publication_leaves_no_temp_file() {
+    let scratch = Scratch::new("kill-mid-publication");
+    let dir = parent_dir(&scratch);
+    let mut child = std::process::Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "--exact",
+            "publication_child",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env(PUBLISH_CHILD_DIR, &dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("child starts");
+    let mut out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let read = std::io::BufRead::read_line(&mut out, &mut line).expect("child output");
+        assert!(read > 0, "the child ended before publishing");
+        if line.contains("publishing") {
+            break;
+        }
+    }
+    let pid = child.id();
+    let start = written_bytes(pid).expect("/proc/<pid>/io is readable");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while written_bytes(pid).is_some_and(|w| w < start + 1024 * 1024) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the child never wrote"
+        );
+        std::thread::yield_now();
+    }
+    let written = written_bytes(pid).unwrap_or(start) - start;
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reaped");
+
+    let task = task_dir(&dir, ChildRef::new(uuid(7), 1));
+    let left = names(&task);
+    let allowed = set(&["agent", "transcripts", "result.txt"]);
+    assert!(
+        left.is_subset(&allowed),
+        "killed after writing {written} bytes, the task directory holds {left:?}"
+    );
+    if left.contains("result.txt") {
+        assert_eq!(
+            fs::metadata(task.join("result.txt")).expect("stat").len(),
+            CHILD_RESULT_BYTES as u64,
+            "a published result.txt is complete"
+        );
+    }
+}
+
+/// Issue 14, item 7, the fallback's half: a named temporary file a killed runtime left (on a
+/// file system without `O_TMPFILE`) is removed when a runtime of that parent starts again;
+/// files that only look similar, and the artifacts, are kept.
+#[test]
+fn crash_leftovers_7_a_killed_runtimes_named_temp_files_are_swept() {
+    let scratch = Scratch::new("sweep");
+    let task = new_task(&scratch, 1);
+    let other = new_task(&scratch, 2);
+    assert!(publish(&task, "kept", None).is_complete());
+    let leftovers = [
+        ".result.txt.0123456789abcdef.tmp",
+        ".structured.json.fedcba9876543210.tmp",
+    ];
+    let kept = [
+        ".result.txt.0123.tmp",
+        "result.txt.0123456789abcdef.tmp",
+        ".notes.txt.0123456789abcdef.tmp",
+    ];
+    for name in leftovers.iter().chain(&kept) {
+        fs::write(task.path().join(name), "partial").expect("setup");
+    }
+    fs::write(other.path().join(leftovers[0]), "partial").expect("setup");
+
+    let removed = slate::store::artifacts::sweep_leftovers(&parent_dir(&scratch));
+
+    assert_eq!(removed, 3);
+    let mut expected = vec!["agent", "transcripts", "result.txt"];
+    expected.extend(kept);
+    assert_clean(&task, &expected);
+    assert_clean(&other, &["agent", "transcripts"]);
+    assert_eq!(
+        fs::read_to_string(task.result_path()).expect("kept"),
+        "kept"
+    );
+}
+
 // --- Event log ---------------------------------------------------------------------------------
 
 #[test]

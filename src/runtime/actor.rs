@@ -74,10 +74,12 @@ pub(crate) fn spawn(
     artifacts::ensure_delegation_dir(&config.delegation_dir)
         .map_err(|e| RuntimeError::Store(e.to_string()))?;
     let event_log = if config.event_log {
-        Some(
-            EventLog::create(&config.delegation_dir.join("events.jsonl"))
-                .map_err(|e| RuntimeError::Store(e.to_string()))?,
-        )
+        let log = EventLog::create(&config.delegation_dir.join("events.jsonl"))
+            .map_err(|e| RuntimeError::Store(e.to_string()))?;
+        // The fresh log (`O_EXCL`) proves no other runtime uses this delegation directory,
+        // so temporary files found in it are a killed runtime's leftovers.
+        artifacts::sweep_leftovers(&config.delegation_dir);
+        Some(log)
     } else {
         None
     };
