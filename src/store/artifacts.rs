@@ -258,12 +258,11 @@ fn publish_anonymous(
         .custom_flags(nix::fcntl::OFlag::O_TMPFILE.bits())
         .mode(super::private::FILE_MODE)
         .open(dir);
-    let mut file = match opened {
-        Ok(file) => file,
-        // EOPNOTSUPP: the file system has no O_TMPFILE; EISDIR/EINVAL: the kernel or libc
-        // does not know the flag. Anything else (no space, no permission) would fail the
-        // named file too, but trying it costs nothing and keeps one failure report.
-        Err(_) => return Ok(Anonymous::Unsupported),
+    // EOPNOTSUPP: the file system has no O_TMPFILE; EISDIR/EINVAL: the kernel or libc does
+    // not know the flag. Anything else (no space, no permission) would fail the named file
+    // too, but trying it costs nothing and keeps one failure report.
+    let Ok(mut file) = opened else {
+        return Ok(Anonymous::Unsupported);
     };
     file.write_all(bytes)
         .map_err(|source| failure(PublishStep::WriteTemp, source))?;

@@ -502,6 +502,15 @@ impl Hub {
         Areas::of(self.size)
     }
 
+    /// The coordinator is gone: the roster becomes its last known states, and the clock
+    /// stops at the moment it stopped (ticks are ignored from here on).
+    fn coordinator_stopped(&mut self, end: CoordinatorEnd) {
+        self.agents_in_flight = false;
+        self.coordinator_end = Some(end);
+        self.now = end.at();
+        self.dirty = true;
+    }
+
     /// The header's word on a coordinator that is gone (one place, for every layout), e.g.
     /// `⚠ coordinator died · no answer since 18:10:05 UTC · last known states`.
     pub fn coordinator_banner(&self) -> Option<String> {
@@ -639,12 +648,7 @@ impl Hub {
                 self.control_done(id, result, &mut effects);
                 self.dirty = true;
             }
-            Msg::CoordinatorStopped(end) => {
-                self.agents_in_flight = false;
-                self.coordinator_end = Some(end);
-                self.now = end.at();
-                self.dirty = true;
-            }
+            Msg::CoordinatorStopped(end) => self.coordinator_stopped(end),
             Msg::Disconnected(reason) => {
                 self.agents_in_flight = false;
                 self.set_notice(
