@@ -888,3 +888,48 @@ fn ten_thousand_events_are_appended_and_read_back_in_order() {
         );
     }
 }
+
+/// Issue 14, item 4, the log's part: a runtime that shuts down says so in its last line, and
+/// one that does not (killed) is read as died at its last sign of life, the file's
+/// modification time, which its heartbeat renews.
+#[test]
+fn a_log_tells_a_shutdown_from_a_death_4() {
+    use slate::store::event_log::CoordinatorEnd;
+    let scratch = Scratch::new("log-end");
+    let path = event_log_path(&parent_dir(&scratch));
+    let mut log = EventLog::create(&path).expect("created");
+    log.append(&changed(snapshot(1, 1))).expect("appended");
+
+    // No closing line: died, at the file's modification time.
+    let old = std::time::UNIX_EPOCH + std::time::Duration::from_millis(1_796_000_000_000);
+    File::options()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    let history = read_history(&path).expect("readable");
+    assert_eq!(
+        history.end(),
+        CoordinatorEnd::Died {
+            last_sign_of_life: 1_796_000_000_000
+        }
+    );
+    // The heartbeat moves the sign of life to now.
+    log.heartbeat().expect("heartbeat");
+    let CoordinatorEnd::Died { last_sign_of_life } = read_history(&path).unwrap().end() else {
+        panic!("still no closing line");
+    };
+    assert!(last_sign_of_life > 1_796_000_000_000);
+
+    // The closing line: shut down, at the time it names; the events are all still read.
+    log.close(1_796_000_123_456).expect("closed");
+    let history = read_history(&path).expect("readable");
+    assert_eq!(
+        history.end(),
+        CoordinatorEnd::ShutDown {
+            at: 1_796_000_123_456
+        }
+    );
+    assert_eq!((history.events, history.malformed), (1, 0));
+}
