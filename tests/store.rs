@@ -589,19 +589,21 @@ fn publication_child() {
     std::thread::sleep(std::time::Duration::from_secs(60));
 }
 
-/// Bytes the process has written so far (`/proc/<pid>/io`, `wchar`).
-fn written_bytes(pid: u32) -> Option<u64> {
-    let io = fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
-    io.lines()
-        .find_map(|l| l.strip_prefix("wchar: "))
-        .and_then(|n| n.trim().parse().ok())
+/// Whether process `pid` has a file in `dir` open (named, or an unnamed `O_TMPFILE` there,
+/// which `/proc` shows as `<dir>/#<inode> (deleted)`): it is publishing into `dir`.
+fn has_open_file_in(pid: u32, dir: &Path) -> bool {
+    let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.flatten()
+        .any(|fd| fs::read_link(fd.path()).is_ok_and(|target| target.parent() == Some(dir)))
 }
 
 /// Issue 14, item 7: "after kill -9 during publication, full-size `.result.txt.<hex>.tmp`
 /// files stay in task directories forever". A child process publishes a 96 MiB result and is
-/// killed with SIGKILL once it has written part of it (its `wchar` grew by 1 MiB): the task
-/// directory then holds its own directories and at most a complete `result.txt`, never a
-/// temporary file.
+/// killed with SIGKILL while it holds the file it is writing open (seen in `/proc/<pid>/fd`):
+/// the task directory then holds its own directories and at most a complete `result.txt`,
+/// never a temporary file.
 #[test]
 fn crash_leftovers_7_kill_9_mid_publication_leaves_no_temp_file() {
     let scratch = Scratch::new("kill-mid-publication");
@@ -630,25 +632,23 @@ fn crash_leftovers_7_kill_9_mid_publication_leaves_no_temp_file() {
         }
     }
     let pid = child.id();
-    let start = written_bytes(pid).expect("/proc/<pid>/io is readable");
+    let task = task_dir(&dir, ChildRef::new(uuid(7), 1));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while written_bytes(pid).is_some_and(|w| w < start + 1024 * 1024) {
+    while !has_open_file_in(pid, &task) {
         assert!(
             std::time::Instant::now() < deadline,
-            "the child never wrote"
+            "the child never opened its artifact"
         );
         std::thread::yield_now();
     }
-    let written = written_bytes(pid).unwrap_or(start) - start;
     child.kill().expect("SIGKILL");
     child.wait().expect("reaped");
 
-    let task = task_dir(&dir, ChildRef::new(uuid(7), 1));
     let left = names(&task);
     let allowed = set(&["agent", "transcripts", "result.txt"]);
     assert!(
         left.is_subset(&allowed),
-        "killed after writing {written} bytes, the task directory holds {left:?}"
+        "killed mid-publication, the task directory holds {left:?}"
     );
     if left.contains("result.txt") {
         assert_eq!(
