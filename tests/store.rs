@@ -901,7 +901,7 @@ fn a_log_tells_a_shutdown_from_a_death_4() {
     log.append(&changed(snapshot(1, 1))).expect("appended");
 
     // No closing line: died, at the file's modification time.
-    let old = std::time::UNIX_EPOCH + std::time::Duration::from_millis(1_796_000_000_000);
+    let old = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_796_000_000);
     File::options()
         .append(true)
         .open(&path)
