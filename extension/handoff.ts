@@ -46,7 +46,6 @@ export interface ResumeJson {
 	sessionFile: string;
 	pauseReason: string;
 	kickoff: string;
-	kickoffError?: string;
 	claimedKickoff?: ClaimedKickoff;
 }
 
@@ -142,9 +141,7 @@ export function registerHandoff(
 			return;
 		}
 		const report = json as ResumeJson;
-		const done =
-			`Pause cleared (${report.pauseReason}); kickoff ${report.kickoff}` +
-			(report.kickoffError === undefined ? "" : `\n${report.kickoffError}`);
+		const done = `Pause cleared (${report.pauseReason}); kickoff ${report.kickoff}`;
 		const kickoff = report.claimedKickoff;
 		// Re-open the session: the records the CLI appended become pi's branch.
 		await ctx.switchSession(report.sessionFile, {

@@ -4,7 +4,9 @@
  * `slate watch --parent P --lines [--width N]` writes one JSON line `{"lines": [...]}` each time
  * the rows change (plain, sanitized text; `[]` while the registry is empty) and exits when the
  * coordinator goes away. Each line becomes `ctx.ui.setWidget("slate-fleet", lines)`, no rows
- * removing the widget. The extension renders nothing itself.
+ * removing the widget. The extension renders nothing itself. A coordinator that died (it stopped
+ * answering without shutting down) gets a last document with a `coordinator` member, whose rows
+ * say so and show the last known states: that widget stays after `slate watch` exits.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import type { Socket } from "node:net";
@@ -22,6 +24,16 @@ export function watchArgs(parentId: string, width: number | undefined): string[]
 		args.push("--width", String(width));
 	}
 	return args;
+}
+
+/** Whether a `--lines` line is the last word on a coordinator that is gone (`coordinator` set). */
+export function isFinal(line: string): boolean {
+	try {
+		const value: unknown = JSON.parse(line);
+		return typeof value === "object" && value !== null && typeof (value as { coordinator?: unknown }).coordinator === "object";
+	} catch {
+		return false;
+	}
 }
 
 /** The rows of one `--lines` line, or `undefined` if it is not one. */
@@ -44,6 +56,8 @@ export class FleetWidget {
 	private readonly child: ChildProcess;
 	private readonly set: SetWidget;
 	private stopped = false;
+	/** The last document said the coordinator is gone: its rows stay when `slate watch` exits. */
+	private final = false;
 
 	constructor(slate: string, parentId: string, cwd: string, set: SetWidget, width?: number) {
 		this.set = set;
@@ -66,7 +80,11 @@ export class FleetWidget {
 				this.stop(); // not Slate's output
 			}
 		});
-		this.child.on("close", () => this.clear());
+		this.child.on("close", () => {
+			if (!this.final) {
+				this.clear();
+			}
+		});
 	}
 
 	/** Stop following and remove the widget. Idempotent. */
@@ -83,6 +101,7 @@ export class FleetWidget {
 		}
 		const rows = parseRows(line);
 		if (rows !== undefined) {
+			this.final = isFinal(line);
 			this.set(WIDGET_KEY, rows.length > 0 ? rows : undefined);
 		}
 	}

@@ -400,9 +400,21 @@ pub struct Select {
 
 /// `slate`'s `main`: the command's result through the one exit ([`error::exit`]).
 pub fn main(cli: Cli) -> std::process::ExitCode {
+    survive_file_size_limit();
     let printer = Printer::new(cli.json);
     let result = try_main(&printer, cli.command);
     error::exit(&printer, result)
+}
+
+/// SIGXFSZ's default action kills the process, between the bytes of a write that crossed the
+/// file-size limit (`RLIMIT_FSIZE`) and the cleanup that would cut the file back. With a
+/// handler installed the write fails with `EFBIG` instead and every writer's own failure path
+/// runs (a session append is cut back, a publication is reported). A handler, unlike an
+/// ignored disposition, is reset on `exec`, so workers start with the default.
+fn survive_file_size_limit() {
+    let noticed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Failing to install it leaves the default action: nothing else depends on it.
+    let _ = signal_hook::flag::register(nix::libc::SIGXFSZ, noticed);
 }
 
 /// Runs a parsed command: its exit code (0, or the code of an answer that is itself a

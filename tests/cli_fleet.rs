@@ -579,3 +579,121 @@ fn a_serving_coordinator_reads_delegation_json_at_every_invocation() {
     let fixed = f.json(&["delegate", "--background", "Admitted again"]);
     assert_eq!(fixed["children"][0]["limits"]["requests"], 5, "{fixed}");
 }
+
+fn now_ms() -> u64 {
+    u64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap()
+}
+
+/// Issue 14, item 4: "a dead coordinator looks alive". After `kill -9` of `slate serve`,
+/// `slate status --parent ID` showed its workers `running` forever with a growing elapsed
+/// time, and no sign that the coordinator died. Now every surface says it died and since when:
+/// `status --parent` (text and the typed `coordinator` member of `--json`), a `slate watch
+/// --lines` that was attached (its last document), and one started afterwards (from the log).
+/// The last known rows stay as recorded, and their elapsed time does not move.
+#[test]
+fn a_dead_coordinator_looks_dead_4() {
+    let slow = serde_json::json!({"default": {"steps": [{"think": 60000}, {"request": {
+        "ms": 10, "text": "late", "inputTokens": 1, "outputTokens": 1}}]}, "scripts": []});
+    let mut f = Fixture::start_with("dead", None, Some(&slow));
+    let parent = f.parent.clone();
+    f.json(&["delegate", "--background", "Hold on for a minute"]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while f.json(&["status"])["children"][0]["status"] != "running" {
+        assert!(Instant::now() < deadline, "the worker never ran");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // A widget feed attached while it lives.
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_slate"));
+    watch
+        .args(["watch", "--lines", "--width", "100", "--parent", &parent])
+        .current_dir(&f.work)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    Fixture::env(&f.base, &mut watch);
+    let mut watch = watch.spawn().unwrap();
+    let mut docs = BufReader::new(watch.stdout.take().unwrap()).lines();
+    let first: Value = serde_json::from_str(&docs.next().unwrap().unwrap()).unwrap();
+    assert!(first.get("coordinator").is_none(), "{first}");
+
+    let mut server = f.server.take().unwrap();
+    server.kill().unwrap(); // SIGKILL: no shutdown, no cleanup
+    server.wait().unwrap();
+    let killed_at = now_ms();
+
+    let last: Value = serde_json::from_str(&docs.last().unwrap().unwrap()).unwrap();
+    assert_eq!(watch.wait().unwrap().code(), Some(0));
+    assert_eq!(last["coordinator"]["state"], "died", "{last}");
+    let banner = last["lines"][0].as_str().unwrap();
+    assert!(banner.contains("coordinator died"), "{last}");
+    assert!(
+        last["lines"].as_array().unwrap().len() >= 2,
+        "the last known rows stay: {last}"
+    );
+
+    let v = f.json(&["status", "--parent", &parent]);
+    assert_eq!(v["readOnlyHistory"], true);
+    assert_eq!(v["coordinator"]["state"], "died", "{v}");
+    let seen = v["coordinator"]["lastSignOfLife"].as_u64().unwrap();
+    assert!(
+        seen <= killed_at && seen + 6_000 >= killed_at,
+        "last sign of life {seen} within a heartbeat of the kill at {killed_at}"
+    );
+    assert_eq!(
+        v["children"][0]["status"], "running",
+        "last known, as recorded"
+    );
+
+    let text = |f: &Fixture| {
+        let out = f.slate(&["status", "--parent", &parent]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let before = text(&f);
+    assert!(
+        before.contains("died") && before.contains("last known"),
+        "{before}"
+    );
+    assert!(
+        before.contains("had not finished when it stopped"),
+        "{before}"
+    );
+    std::thread::sleep(Duration::from_millis(1_100));
+    assert_eq!(text(&f), before, "the elapsed time stands still");
+
+    let out = f.slate(&["watch", "--lines", "--parent", &parent]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["coordinator"]["state"], "died", "{doc}");
+    assert!(
+        doc["lines"][0]
+            .as_str()
+            .unwrap()
+            .contains("coordinator died")
+    );
+}
+
+/// Item 4's other half: a coordinator that shut down cleanly says so in its log, and
+/// `status --parent` tells it apart from one that died.
+#[test]
+fn a_coordinator_that_shut_down_is_not_called_dead_4() {
+    let mut f = Fixture::start("shut-down");
+    let parent = f.parent.clone();
+    f.json(&["delegate", "Review the lifecycle tests"]);
+    let before = now_ms();
+    assert!(f.stop_server().success());
+    let v = f.json(&["status", "--parent", &parent]);
+    assert_eq!(v["coordinator"]["state"], "shutDown", "{v}");
+    assert!(v["coordinator"]["at"].as_u64().unwrap() >= before, "{v}");
+    let out = f.slate(&["status", "--parent", &parent]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("shut down at") && !text.contains("died"),
+        "{text}"
+    );
+}

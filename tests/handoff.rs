@@ -1681,3 +1681,167 @@ fn routing_gate_permits_exact_permissions_at_their_fixed_effort() {
         .unwrap_err();
     assert!(refused[0].rule.contains("blocked"), "{refused:?}");
 }
+
+/// Issue 14, item 14: "a kickoff can be lost". Resuming an adoption pause used to save the
+/// unpaused `slate-state` first and claim the kickoff in a second write; when only the second
+/// failed (disk full, a file-size limit) the command exited 1 with `pauseCleared: true`, the
+/// next `slate resume` said "not paused", and the kickoff was never delivered.
+///
+/// The real command runs under a file-size limit (`prlimit --fsize`, no root needed) at every
+/// size from the successor's own length up to one that fits the whole resume, so some limit
+/// falls between the state and the claim. Slate handles SIGXFSZ itself, so the write fails
+/// with `EFBIG` instead of killing it. Each failure must exit 1 with the file exactly as it
+/// was (the pause and the pending kickoff kept); the first limit that fits delivers the
+/// kickoff, claimed before it is sent, exactly once.
+#[test]
+fn a_kickoff_is_never_lost_when_the_resume_write_fails_14() {
+    let env = Env::new();
+    env.session(&[]);
+    // No routing permission yet: the successor's adoption pauses with its kickoff pending.
+    let (code, out, err) = slate(&env, &["--json", "handoff", "--post-check", "carry on"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["adoption"]["status"], "paused", "{v}");
+    assert_eq!(v["adoption"]["kickoff"], "pending", "{v}");
+    let succ = PathBuf::from(v["successorFile"].as_str().unwrap());
+    let original = fs::read(&succ).unwrap();
+    permit_fake_model(&env.agent, "off");
+
+    let resume_under = |limit: usize| {
+        let out = Command::new("prlimit")
+            .arg(format!("--fsize={limit}"))
+            .arg("--")
+            .arg(env!("CARGO_BIN_EXE_slate"))
+            .args(["--json", "resume", "--session", succ.to_str().unwrap()])
+            .current_dir(&env.cwd)
+            .env("PI_CODING_AGENT_DIR", &env.agent)
+            .env("HOME", env.agent.parent().unwrap())
+            .env("XDG_RUNTIME_DIR", env.agent.parent().unwrap())
+            .env_remove("SLATE_SOCKET")
+            .output()
+            .expect("prlimit (util-linux) runs");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let mut failures = 0;
+    let mut delivered = false;
+    for limit in (original.len()..original.len() + 8192).step_by(61) {
+        let (code, out, err) = resume_under(limit);
+        if code == Some(0) {
+            delivered = true;
+            let v: Value = serde_json::from_str(&out).unwrap();
+            assert_eq!(v["kickoff"], "claimed", "{v}");
+            break;
+        }
+        failures += 1;
+        assert_eq!(
+            code,
+            Some(1),
+            "limit {limit}: a failed write exits 1 (not killed by SIGXFSZ): {out}{err}"
+        );
+        let v: Value = serde_json::from_str(&out).unwrap();
+        let message = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("the kickoff stays pending"), "{v}");
+        assert!(v.get("pauseCleared").is_none(), "{v}");
+        assert_eq!(
+            fs::read(&succ).unwrap(),
+            original,
+            "limit {limit}: the file is cut back, the pause and the pending kickoff kept"
+        );
+        let view = rules::view(&session::read(&succ).unwrap()).unwrap();
+        assert_eq!(view.pause(), Some(Some(PauseReason::Adoption)));
+        assert!(view.claimed.is_empty(), "limit {limit}: nothing claimed");
+    }
+    assert!(failures > 0, "the smallest limit must fail");
+    assert!(
+        delivered,
+        "a limit that fits the resume delivers the kickoff"
+    );
+    let kinds = kinds(&succ);
+    assert_eq!(
+        kinds[kinds.len() - 3..],
+        ["slate-state", "slate-kickoff-claimed", "slate-kickoff"],
+        "{kinds:?}"
+    );
+    assert_eq!(records(&succ, "slate-kickoff").len(), 1);
+    assert_eq!(&fs::read(&succ).unwrap()[..original.len()], &original[..]);
+}
+
+/// The session id real pi 1.6 opens with `--continue` in the sandbox (asked with `get_state`,
+/// no prompt).
+fn pi_continue_session_id(sandbox: &pi_env::PiSandbox, pi: &pi_env::PiCommand) -> String {
+    let mut rpc = pi_env::RpcPi::spawn(sandbox, pi, &["--continue"]).unwrap();
+    rpc.send(&json!({"id": "s", "type": "get_state"})).unwrap();
+    let state = rpc
+        .read_until(PI_TIMEOUT, |r| r["id"] == "s")
+        .unwrap_or_else(|e| panic!("no get_state answer ({e:?}): {}", rpc.stderr_text()));
+    rpc.close_stdin();
+    let _ = rpc.wait_exit(Duration::from_secs(20));
+    state["data"]["sessionId"].as_str().unwrap().to_owned()
+}
+
+/// Issue 14, item 13, Slate's half: "Slate's own 'newest session' breaks the tie by name and
+/// disagrees with pi". Two sessions with the same mtime: real pi's `--continue` takes the one
+/// whose name sorts first, and so do Slate's [`session::most_recent_session`] and
+/// `slate resume` (whose refusal names the session it chose).
+#[test]
+fn slate_and_pi_break_an_mtime_tie_alike_13() {
+    let Some(pi) = pi_env::pi_or_skip("slate_and_pi_break_an_mtime_tie_alike_13") else {
+        return;
+    };
+    let sandbox = pi_env::PiSandbox::new("tie", "http://127.0.0.1:9/v1").unwrap();
+    let dir = slate::store::paths::default_session_dir(&sandbox.agent_dir, &sandbox.work).unwrap();
+    let cwd = sandbox.work.display().to_string();
+    let older = "0c6c0c6c-0000-4000-8000-000000000001";
+    let newer = "0c6c0c6c-0000-4000-8000-000000000002";
+    let a = session::create_session(&dir, older, &cwd, None, &[], 1_796_000_000_000).unwrap();
+    let b = session::create_session(&dir, newer, &cwd, None, &[], 1_796_000_005_000).unwrap();
+    let tie = std::time::SystemTime::now();
+    for path in [&a.path, &b.path] {
+        fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .unwrap()
+            .set_modified(tie)
+            .unwrap();
+    }
+
+    let pis = pi_continue_session_id(&sandbox, &pi);
+    assert_eq!(pis, older, "pi 1.6 keeps directory (name) order on a tie");
+    let slates = session::most_recent_session(&dir, &sandbox.work, false).unwrap();
+    assert_eq!(slates, a.path, "Slate takes pi's choice");
+    let (code, v, err) = slate_in(&sandbox, &["resume"]);
+    assert_eq!(code, 1, "{err}");
+    let message = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(older), "slate resume chose another: {v}");
+}
+
+/// Issue 14, item 13: "a handoff does not always replace the main session". When the
+/// successor stays paused (here an adoption pause: no model is permitted yet), the original
+/// and the successor used to end with the same mtime, and real pi's `--continue` took the
+/// original. After `slate handoff` the successor is what pi continues and what Slate takes.
+#[test]
+fn a_paused_successor_is_what_pi_continues_13() {
+    let Some(pi) = pi_env::pi_or_skip("a_paused_successor_is_what_pi_continues_13") else {
+        return;
+    };
+    let fake = fake_llm::FakeLlm::start().unwrap();
+    let sandbox = pi_env::PiSandbox::new("paused-successor", &fake.base_url()).unwrap();
+    pi_prompt(&sandbox, &pi, &[], "SCENARIO:TEXT first prompt");
+    let (code, report, err) = slate_in(&sandbox, &["handoff", "--post-check", "check it"]);
+    assert_eq!(code, 0, "{err} {report}");
+    assert_eq!(report["adoption"]["status"], "paused", "{report}");
+    let successor = report["successorSessionId"].as_str().unwrap();
+
+    assert_eq!(pi_continue_session_id(&sandbox, &pi), successor);
+    let dir = slate::store::paths::default_session_dir(&sandbox.agent_dir, &sandbox.work).unwrap();
+    let slates = session::most_recent_session(&dir, &sandbox.work, false).unwrap();
+    assert_eq!(
+        slates.to_str(),
+        report["successorFile"].as_str(),
+        "Slate takes the successor too"
+    );
+}

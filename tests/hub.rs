@@ -1336,3 +1336,35 @@ fn slate_hub_without_a_terminal_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("needs a terminal"));
 }
+
+/// Issue 14, item 4: "a dead coordinator looks alive". When the coordinator's connection
+/// closes without its shutdown notice, the header says it died and since when, and the rows
+/// are its last known states: the clock stops, so nothing counts on, however many ticks come.
+#[test]
+fn a_dead_coordinator_looks_dead_in_the_hub_4() {
+    use slate::store::event_log::CoordinatorEnd;
+    let mut rig = Rig::new(120, 30);
+    let died = NOW + 2_000;
+    rig.send(vec![Msg::CoordinatorStopped(CoordinatorEnd::Died {
+        last_sign_of_life: died,
+    })]);
+    let frozen = rig.screen();
+    let header = frozen.lines().next().unwrap_or_default().to_owned();
+    assert!(
+        header.contains("coordinator died") && header.contains("last known states"),
+        "{header}"
+    );
+    assert!(header.contains("22:13:22 UTC"), "{header}");
+    assert!(!rig.hub.wants_tick(), "no clock for a dead coordinator");
+    rig.send(vec![Msg::Tick(NOW + 60_000), Msg::Tick(NOW + 120_000)]);
+    assert_eq!(rig.screen(), frozen, "the elapsed times do not move");
+
+    // A coordinator that shut down says that instead.
+    let mut rig = Rig::new(120, 30);
+    rig.send(vec![Msg::CoordinatorStopped(CoordinatorEnd::ShutDown {
+        at: died,
+    })]);
+    let header = rig.screen().lines().next().unwrap_or_default().to_owned();
+    assert!(header.contains("coordinator shut down"), "{header}");
+    assert!(!header.contains("died"), "{header}");
+}

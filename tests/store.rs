@@ -566,6 +566,135 @@ fn publication_into_a_vanished_task_dir_fails_with_the_path() {
     assert!(!task.path().exists(), "nothing is recreated");
 }
 
+// --- Issue 14, item 7: crash leftovers -------------------------------------------------------
+
+/// The env var that turns [`publication_child`] into the publisher the crash test kills.
+const PUBLISH_CHILD_DIR: &str = "SLATE_TEST_PUBLISH_CHILD_DIR";
+/// Large enough that writing it takes many milliseconds (the kill lands mid-write).
+const CHILD_RESULT_BYTES: usize = 96 * 1024 * 1024;
+
+/// Not a test of its own: run by [`crash_leftovers_7_kill_9_mid_publication_leaves_no_temp_file`]
+/// as a child process (this test binary, filtered to this name, with the env var set), it
+/// publishes one large `result.txt` into a fresh task directory and then waits to be killed.
+#[test]
+fn publication_child() {
+    let Some(dir) = std::env::var_os(PUBLISH_CHILD_DIR) else {
+        return;
+    };
+    let task = create_task_dir(Path::new(&dir), ChildRef::new(uuid(7), 1)).expect("task dir");
+    let text = "x".repeat(CHILD_RESULT_BYTES);
+    println!("publishing");
+    let _ = std::io::stdout().flush();
+    let _ = publish(&task, &text, None);
+    std::thread::sleep(std::time::Duration::from_secs(60));
+}
+
+/// Whether process `pid` has a file in `dir` open (named, or an unnamed `O_TMPFILE` there,
+/// which `/proc` shows as `<dir>/#<inode> (deleted)`): it is publishing into `dir`.
+fn has_open_file_in(pid: u32, dir: &Path) -> bool {
+    let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.flatten()
+        .any(|fd| fs::read_link(fd.path()).is_ok_and(|target| target.parent() == Some(dir)))
+}
+
+/// Issue 14, item 7: "after kill -9 during publication, full-size `.result.txt.<hex>.tmp`
+/// files stay in task directories forever". A child process publishes a 96 MiB result and is
+/// killed with SIGKILL while it holds the file it is writing open (seen in `/proc/<pid>/fd`):
+/// the task directory then holds its own directories and at most a complete `result.txt`,
+/// never a temporary file.
+#[test]
+fn crash_leftovers_7_kill_9_mid_publication_leaves_no_temp_file() {
+    let scratch = Scratch::new("kill-mid-publication");
+    let dir = parent_dir(&scratch);
+    let mut child = std::process::Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "--exact",
+            "publication_child",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env(PUBLISH_CHILD_DIR, &dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("child starts");
+    let mut out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let read = std::io::BufRead::read_line(&mut out, &mut line).expect("child output");
+        assert!(read > 0, "the child ended before publishing");
+        if line.contains("publishing") {
+            break;
+        }
+    }
+    let pid = child.id();
+    let task = task_dir(&dir, ChildRef::new(uuid(7), 1));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !has_open_file_in(pid, &task) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the child never opened its artifact"
+        );
+        std::thread::yield_now();
+    }
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reaped");
+
+    let left = names(&task);
+    let allowed = set(&["agent", "transcripts", "result.txt"]);
+    assert!(
+        left.is_subset(&allowed),
+        "killed mid-publication, the task directory holds {left:?}"
+    );
+    if left.contains("result.txt") {
+        assert_eq!(
+            fs::metadata(task.join("result.txt")).expect("stat").len(),
+            CHILD_RESULT_BYTES as u64,
+            "a published result.txt is complete"
+        );
+    }
+}
+
+/// Issue 14, item 7, the fallback's half: a named temporary file a killed runtime left (on a
+/// file system without `O_TMPFILE`) is removed when a runtime of that parent starts again;
+/// files that only look similar, and the artifacts, are kept.
+#[test]
+fn crash_leftovers_7_a_killed_runtimes_named_temp_files_are_swept() {
+    let scratch = Scratch::new("sweep");
+    let task = new_task(&scratch, 1);
+    let other = new_task(&scratch, 2);
+    assert!(publish(&task, "kept", None).is_complete());
+    let leftovers = [
+        ".result.txt.0123456789abcdef.tmp",
+        ".structured.json.fedcba9876543210.tmp",
+    ];
+    let kept = [
+        ".result.txt.0123.tmp",
+        "result.txt.0123456789abcdef.tmp",
+        ".notes.txt.0123456789abcdef.tmp",
+    ];
+    for name in leftovers.iter().chain(&kept) {
+        fs::write(task.path().join(name), "partial").expect("setup");
+    }
+    fs::write(other.path().join(leftovers[0]), "partial").expect("setup");
+
+    let removed = slate::store::artifacts::sweep_leftovers(&parent_dir(&scratch));
+
+    assert_eq!(removed, 3);
+    let mut expected = vec!["agent", "transcripts", "result.txt"];
+    expected.extend(kept);
+    assert_clean(&task, &expected);
+    assert_clean(&other, &["agent", "transcripts"]);
+    assert_eq!(
+        fs::read_to_string(task.result_path()).expect("kept"),
+        "kept"
+    );
+}
+
 // --- Event log ---------------------------------------------------------------------------------
 
 #[test]
@@ -758,4 +887,49 @@ fn ten_thousand_events_are_appended_and_read_back_in_order() {
             Some(format!("step {last}").as_str())
         );
     }
+}
+
+/// Issue 14, item 4, the log's part: a runtime that shuts down says so in its last line, and
+/// one that does not (killed) is read as died at its last sign of life, the file's
+/// modification time, which its heartbeat renews.
+#[test]
+fn a_log_tells_a_shutdown_from_a_death_4() {
+    use slate::store::event_log::CoordinatorEnd;
+    let scratch = Scratch::new("log-end");
+    let path = event_log_path(&parent_dir(&scratch));
+    let mut log = EventLog::create(&path).expect("created");
+    log.append(&changed(snapshot(1, 1))).expect("appended");
+
+    // No closing line: died, at the file's modification time.
+    let old = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_796_000_000);
+    File::options()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    let history = read_history(&path).expect("readable");
+    assert_eq!(
+        history.end(),
+        CoordinatorEnd::Died {
+            last_sign_of_life: 1_796_000_000_000
+        }
+    );
+    // The heartbeat moves the sign of life to now.
+    log.heartbeat().expect("heartbeat");
+    let CoordinatorEnd::Died { last_sign_of_life } = read_history(&path).unwrap().end() else {
+        panic!("still no closing line");
+    };
+    assert!(last_sign_of_life > 1_796_000_000_000);
+
+    // The closing line: shut down, at the time it names; the events are all still read.
+    log.close(1_796_000_123_456).expect("closed");
+    let history = read_history(&path).expect("readable");
+    assert_eq!(
+        history.end(),
+        CoordinatorEnd::ShutDown {
+            at: 1_796_000_123_456
+        }
+    );
+    assert_eq!((history.events, history.malformed), (1, 0));
 }

@@ -16,7 +16,7 @@ import { OutcomeDelivery, outcomeMessage } from "../delivery.ts";
 import { errorText, handoffArgv, registerHandoff } from "../handoff.ts";
 import { findInstallation } from "../install.ts";
 import { actionCall, compatChild, renewalMethod, runAction } from "../subagent.ts";
-import { parseRows, watchArgs } from "../widget.ts";
+import { isFinal, parseRows, watchArgs } from "../widget.ts";
 import { FakeCoordinator, type Handler } from "./fake_coordinator.ts";
 
 const P = "6f1c0000-0000-4000-8000-0000000000aa";
@@ -117,6 +117,10 @@ test("widget rows: one JSON line each; anything else is not rows", () => {
 	assert.deepEqual(watchArgs(P, undefined), ["watch", "--parent", P, "--lines"]);
 	assert.deepEqual(parseRows('{"lines":["a","b"]}'), ["a", "b"]);
 	assert.deepEqual(parseRows('{"lines":[]}'), []);
+	// A dead coordinator's last document keeps the widget (issue 14, item 4).
+	assert.equal(isFinal('{"lines":["⚠ coordinator died"],"coordinator":{"state":"died","lastSignOfLife":1}}'), true);
+	assert.equal(isFinal('{"lines":["a"]}'), false);
+	assert.equal(isFinal("not json"), false);
 	for (const bad of ["", "x", '{"lines":[1]}', '{"rows":[]}', "[]"]) {
 		assert.equal(parseRows(bad), undefined, bad);
 	}

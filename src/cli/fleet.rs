@@ -9,7 +9,6 @@ use crate::cli::{Error, ExitCode, Printer};
 use crate::control::methods::{StatusParams, method};
 use crate::control::summary::{FleetSummary, SummaryRow};
 use crate::control::table::TableRow;
-use crate::control::table::write_fleet_table;
 use crate::control::{Client, DiscoveryError, Located, Method, RuntimeDir, Selector, discovery};
 use crate::core::{ChildRef, ChildSnapshot, Status, StatusView};
 use crate::text::{SafeText, fit};
@@ -113,13 +112,19 @@ pub fn snapshot_line(snapshot: &ChildSnapshot) -> String {
 
 /// The fleet table of summary rows (read-only history, `wait --all`).
 pub fn summary_table(parent_id: uuid::Uuid, children: &[SummaryRow<'_>]) -> String {
+    summary_table_at(parent_id, children, crate::runtime::now_ms())
+}
+
+/// [`summary_table`] with unfinished rows counted up to `now` (a stopped coordinator's rows
+/// count to when it stopped, not on).
+pub fn summary_table_at(parent_id: uuid::Uuid, children: &[SummaryRow<'_>], now: u64) -> String {
     let rows: Vec<TableRow<'_>> = children
         .iter()
         .map(|row| TableRow::of(row, parent_id))
         .collect();
     let mut out = Vec::with_capacity(160 * (rows.len() + 1));
     // Writing into memory cannot fail.
-    let _ = write_fleet_table(&mut out, parent_id, &rows);
+    let _ = crate::control::table::write_fleet_table_at(&mut out, parent_id, &rows, now);
     String::from_utf8(out).unwrap_or_default()
 }
 

@@ -239,11 +239,9 @@ pub fn resume(
     } else {
         printer.out(&resume_text(&report))?;
     }
-    if report.kickoff_error.is_some() {
-        Ok(ExitCode::Refused)
-    } else {
-        Ok(ExitCode::Ok)
-    }
+    // A resume either wrote everything (exit 0) or nothing: its failure is an error (exit 1,
+    // the pause and the pending kickoff kept), never a cleared pause with a lost kickoff.
+    Ok(ExitCode::Ok)
 }
 
 fn resume_text(r: &ResumeReport) -> String {
@@ -264,9 +262,6 @@ fn resume_text(r: &ResumeReport) -> String {
         let _ = write!(t, "\n  thinking level: {}", SafeText::line(l));
     }
     let _ = write!(t, "\n  kickoff: {}", r.kickoff);
-    if let Some(e) = &r.kickoff_error {
-        let _ = write!(t, "\n  error: {}", SafeText::line(e));
-    }
     t.push('\n');
     t
 }

@@ -4,7 +4,9 @@
 
 use serde::Serialize;
 
-use crate::cli::fleet::{locate, status_view, summary_table, target};
+use std::fmt::Write as _;
+
+use crate::cli::fleet::{locate, status_view, summary_table_at, target};
 use crate::cli::{Error, ExitCode, Printer};
 use crate::control::Method as _;
 use crate::control::client::CONNECT_TIMEOUT;
@@ -12,6 +14,7 @@ use crate::control::methods::{StatusParams, StatusResult, Target, method};
 use crate::control::oneshot;
 use crate::control::summary::{FleetSummary, SummaryRow};
 use crate::control::table::FleetText;
+use crate::text::SafeText;
 
 /// `status --json` of an exited coordinator: its last summary rows from `events.jsonl`.
 #[derive(Serialize)]
@@ -20,9 +23,11 @@ struct HistoryOutput<'a> {
     read_only_history: bool,
     parent_id: uuid::Uuid,
     event_log: &'a std::path::Path,
+    /// How it stopped: `{state: "shutDown", at}` or `{state: "died", lastSignOfLife}`.
+    coordinator: CoordinatorEnd,
     children: Vec<SummaryRow<'a>>,
 }
-use crate::store::event_log::read_history;
+use crate::store::event_log::{CoordinatorEnd, read_history};
 
 /// One call, on the connection discovery made, without an async runtime
 /// ([`crate::control::oneshot`]): this command runs once per poll of a script.
@@ -77,6 +82,19 @@ pub fn run(printer: &Printer, words: &[String], parent: Option<&str>) -> Result<
     Ok(ExitCode::Ok)
 }
 
+/// Where the event log of coordinator `parent_id` is for this directory's parent session
+/// (`<sessionDir>/delegation/<parent-id>/events.jsonl`), when it exists.
+pub(crate) fn history_log(parent_id: uuid::Uuid) -> Option<std::path::PathBuf> {
+    let cwd = std::env::current_dir().ok()?;
+    let loaded = crate::config::load(&cwd, Some(false)).ok()?;
+    let session =
+        crate::store::paths::parent_session_dir(None, &loaded.agent_dir, &loaded.cwd).ok()?;
+    Some(crate::store::paths::event_log_path(
+        &crate::store::paths::delegation_dir(&session, parent_id),
+    ))
+    .filter(|p| p.exists())
+}
+
 /// The exited coordinator's `events.jsonl`, as read-only history.
 fn from_history(
     printer: &Printer,
@@ -86,15 +104,7 @@ fn from_history(
     let parent_id = parent
         .parse::<uuid::Uuid>()
         .map_err(|_| Error::Usage(format!("--parent {parent:?}: not a full UUID")))?;
-    let located = std::env::current_dir().ok().and_then(|cwd| {
-        let loaded = crate::config::load(&cwd, Some(false)).ok()?;
-        let session =
-            crate::store::paths::parent_session_dir(None, &loaded.agent_dir, &loaded.cwd).ok()?;
-        Some(crate::store::paths::event_log_path(
-            &crate::store::paths::delegation_dir(&session, parent_id),
-        ))
-    });
-    let Some(log) = located.filter(|p| p.exists()) else {
+    let Some(log) = history_log(parent_id) else {
         return Err(Error::NoCoordinator(format!(
             "no coordinator {parent_id} is running and no event log of it exists for this directory; start one with `slate serve`"
         )));
@@ -113,19 +123,31 @@ fn from_history(
         )));
     }
     let children: Vec<SummaryRow<'_>> = selected.iter().map(|s| SummaryRow::of(s)).collect();
+    let end = history.end();
     if printer.json() {
         printer.value(&HistoryOutput {
             read_only_history: true,
             parent_id,
             event_log: &log,
+            coordinator: end,
             children,
         })?;
     } else {
-        printer.out(&format!(
-            "read-only history of exited coordinator {parent_id} ({})\n{}",
-            log.display(),
-            summary_table(parent_id, &children)
-        ))?;
+        let unfinished = children.iter().filter(|r| !r.status.is_terminal()).count();
+        let mut text = format!(
+            "{}\nread-only history ({})\n",
+            end.describe(parent_id),
+            SafeText::line(&log.display().to_string())
+        );
+        if unfinished > 0 {
+            let _ = writeln!(
+                text,
+                "{unfinished} generation(s) had not finished when it stopped: their status is \
+                 the last one it recorded, their elapsed time counts to when it stopped"
+            );
+        }
+        text.push_str(&summary_table_at(parent_id, &children, end.at()));
+        printer.out(&text)?;
     }
     Ok(ExitCode::Ok)
 }

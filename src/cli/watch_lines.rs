@@ -9,6 +9,13 @@
 //! as they were writes nothing, and the 1 s tick (which moves a running row's elapsed time)
 //! runs only while a shown row is still counting, one second after the last document. The command ends with exit 0 when the
 //! coordinator shuts down or its connection closes, and quietly when stdout is closed.
+//!
+//! A coordinator that stops answering without shutting down (killed, crashed) is not shown
+//! as alive: the last document then starts with a line saying it died and since when, its
+//! rows are the last known ones with their elapsed time stopped at that moment, and the
+//! document carries `"coordinator": {"state": "died", "lastSignOfLife": MS}` (the host keeps
+//! it shown). With `--parent ID` of a coordinator that is already gone, that document is
+//! made from its event log and is the only one.
 
 use std::time::Duration;
 
@@ -17,6 +24,7 @@ use serde::Serialize;
 use crate::cli::fleet::{block_on, connect};
 use crate::cli::watch::{Applied, apply, read_fleet};
 use crate::cli::{Error, ExitCode, Printer};
+use crate::store::event_log::{CoordinatorEnd, read_history};
 use crate::text::SafeText;
 use crate::ui::fleet::{Fleet, FleetView, plain_lines};
 
@@ -29,12 +37,71 @@ pub const DEFAULT_WIDTH: u16 = 100;
 #[derive(Debug, Serialize)]
 pub struct WidgetLines<'a> {
     pub lines: &'a [String],
+    /// Set on the last document when the coordinator is gone: how it stopped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coordinator: Option<CoordinatorEnd>,
+}
+
+/// The widget of a coordinator that is gone: a first line saying so, then its last known
+/// rows with elapsed times frozen at [`CoordinatorEnd::at`].
+pub fn gone_lines(fleet: &Fleet, end: CoordinatorEnd, width: u16) -> Vec<String> {
+    let at = crate::store::session::iso_timestamp(end.at());
+    let clock = at.get(11..19).unwrap_or(&at);
+    let banner = match end {
+        CoordinatorEnd::Died { .. } => {
+            format!("⚠ coordinator died · no answer since {clock} UTC · last known states")
+        }
+        CoordinatorEnd::ShutDown { .. } => {
+            format!("coordinator shut down at {clock} UTC · final states")
+        }
+    };
+    let mut lines = vec![crate::text::fit(&banner, usize::from(width))];
+    lines.extend(plain_lines(fleet, end.at(), width, MAX_ROWS - 1));
+    lines
+}
+
+fn print_gone(
+    printer: &Printer,
+    fleet: &Fleet,
+    end: CoordinatorEnd,
+    width: u16,
+) -> Result<ExitCode, Error> {
+    let lines = gone_lines(fleet, end, width);
+    printer.value(&WidgetLines {
+        lines: &lines,
+        coordinator: Some(end),
+    })?;
+    Ok(ExitCode::Ok)
+}
+
+/// `--parent ID` of a coordinator that no longer answers: one document from its event log.
+fn from_history(
+    printer: &Printer,
+    parent: &str,
+    width: u16,
+    why: String,
+) -> Result<ExitCode, Error> {
+    let log = parent
+        .parse::<uuid::Uuid>()
+        .ok()
+        .and_then(crate::cli::status::history_log)
+        .ok_or(Error::NoCoordinator(why))?;
+    let history = read_history(&log).map_err(|e| Error::Environment(e.to_string()))?;
+    let mut fleet = Fleet::new();
+    fleet.replace(history.snapshots.clone());
+    print_gone(printer, &fleet, history.end(), width)
 }
 
 /// `slate watch --lines`.
 pub fn run(printer: &Printer, parent: Option<String>, width: u16) -> Result<ExitCode, Error> {
     block_on(async move {
-        let client = connect(parent).await?;
+        let client = match connect(parent.clone()).await {
+            Ok(client) => client,
+            Err(Error::NoCoordinator(why)) if let Some(parent) = &parent => {
+                return from_history(printer, parent, width, why);
+            }
+            Err(e) => return Err(e),
+        };
         let unreachable = |e: String| Error::NoCoordinator(e);
         // Subscribed before the first read, so no change in between is missed.
         let mut events = client
@@ -50,7 +117,10 @@ pub fn run(printer: &Printer, parent: Option<String>, width: u16) -> Result<Exit
             let now = crate::runtime::now_ms();
             let lines = plain_lines(&fleet, now, width, MAX_ROWS);
             if shown.as_ref() != Some(&lines) {
-                printer.value(&WidgetLines { lines: &lines })?;
+                printer.value(&WidgetLines {
+                    lines: &lines,
+                    coordinator: None,
+                })?;
                 shown = Some(lines);
                 // The next tick a full second after this document, whatever caused it: the
                 // elapsed time never moves twice within a second.
@@ -76,7 +146,11 @@ pub fn run(printer: &Printer, parent: Option<String>, width: u16) -> Result<Exit
             let mut refresh = false;
             for note in notes {
                 let Some(note) = note else {
-                    return Ok(ExitCode::Ok); // the coordinator went away
+                    // The connection closed without a shutdown: the coordinator died now.
+                    let end = CoordinatorEnd::Died {
+                        last_sign_of_life: crate::runtime::now_ms(),
+                    };
+                    return print_gone(printer, &fleet, end, width);
                 };
                 match apply(&mut fleet, &note) {
                     Applied::Changed | Applied::Ignored => {}
@@ -93,6 +167,8 @@ pub fn run(printer: &Printer, parent: Option<String>, width: u16) -> Result<Exit
                         let closing = tokio::time::timeout(Duration::from_secs(1), async {
                             while events.next().await.is_some() {}
                         });
+                        // (Whether it shut down or died is unknown here: its notice was
+                        // among the ones missed.)
                         return match closing.await {
                             Ok(()) => Ok(ExitCode::Ok),
                             Err(_) => Err(Error::Failed(message)),

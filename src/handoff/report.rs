@@ -126,8 +126,7 @@ pub struct AdoptionReport {
     pub pause_reason: Option<PauseReason>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<Problem>,
-    /// `delivered`, `claimed` (`--from-pi`: claimed, pi sends it), `pending`,
-    /// `claimed-undelivered` or `none`.
+    /// `delivered`, `claimed` (`--from-pi`: claimed, pi sends it), `pending` or `none`.
     pub kickoff: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -146,12 +145,10 @@ pub struct ResumeReport {
     pub model: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub thinking_level: Option<String>,
-    /// `claimed` (claimed and written; with `--from-pi` claimed and left to pi, see
-    /// `claimed_kickoff`), `claimed-undelivered` (claimed; the message could not be written —
-    /// ask for continuation manually), `already-claimed` (never replayed) or `none`.
+    /// `claimed` (claimed and written in the same append as the unpaused state; with
+    /// `--from-pi` claimed and left to pi, see `claimed_kickoff`), `already-claimed` (never
+    /// replayed) or `none`. A failed write is an error instead: nothing is cleared.
     pub kickoff: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub kickoff_error: Option<String>,
     /// `--from-pi`: the claimed kickoff for pi to send.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub claimed_kickoff: Option<ClaimedKickoff>,

@@ -104,7 +104,8 @@ pub fn open_session(ctx: &Context<'_>) -> Result<Session, HandoffError> {
         None => {
             let dir =
                 paths::default_session_dir(&ctx.agent_dir, &ctx.cwd).map_err(SessionError::from)?;
-            session::newest_for_cwd(&dir, &ctx.cwd)?
+            // pi's own `--continue` choice in the default directory (no cwd filter there).
+            session::most_recent_session(&dir, &ctx.cwd, false)?
         }
     };
     let s = session::read(&path)?;
@@ -237,6 +238,14 @@ pub fn handoff(
     }
     // 4. The successor adopts its entry.
     let (adoption, claimed_kickoff) = adopt_successor(ctx, &plan.record, &mut successor);
+    // 5. The successor is what `pi --continue` takes, paused or not: the writes above share a
+    // clock tick often enough, and pi breaks an mtime tie in favour of the older file.
+    if let Err(e) = session::make_most_recent(&successor.path) {
+        warnings.push(format!(
+            "the successor could not be made the newest session ({e}); `pi --continue` may              take the original — open the successor with `pi --session {}`",
+            successor.path.display()
+        ));
+    }
     Ok(HandoffReport {
         session_id: current.header.id.clone(),
         session_file: current.path.clone(),
@@ -283,7 +292,7 @@ fn adopt_successor(
                             "claimed" if out.claimed.is_none() => "delivered",
                             other => other,
                         },
-                        error: out.kickoff_error,
+                        error: None,
                     },
                     out.claimed,
                 ),
@@ -329,25 +338,28 @@ fn adopt_successor(
 
 struct Applied {
     kickoff: &'static str,
-    kickoff_error: Option<String>,
     /// Claimed and left for the host pi to send.
     claimed: Option<ClaimedKickoff>,
 }
 
-/// Write a resume plan: (A) model entries and the unpaused state, then (B) the claim, then
-/// (C) the hidden kickoff message, each its own fsync'd append. A failure of A keeps the
-/// pause (the file is cut back); a failure after B leaves the kickoff claimed and never
-/// replayed. With `host_sends`, C is the host pi's: the claimed kickoff is returned instead.
+/// Write a resume plan as **one** fsync'd append: the model entries and the unpaused state,
+/// then the claim (`slate-kickoff-claimed`), then the hidden kickoff message — claim before
+/// send, in that order inside the write. [`append_entries`] cuts the file back when the write
+/// fails, so a failure (disk full, a file-size limit) leaves the pause and the pending
+/// kickoff exactly as they were, and a later `slate resume` delivers it; there is no state in
+/// which the pause is cleared and the kickoff neither pending nor delivered. With
+/// `host_sends`, the message is the host pi's: the append ends with the claim and the claimed
+/// kickoff is returned instead.
 fn apply_resume(
     session: &mut Session,
     plan: &ResumePlan,
     now_ms: u64,
     host_sends: bool,
 ) -> Result<Applied, SessionError> {
-    let mut first = Vec::new();
+    let mut entries = Vec::new();
     if let Some(m) = &plan.selected.model {
         if session.model().as_deref() != Some(&format!("{}/{}", m.provider, m.id)) {
-            first.push(NewEntry::ModelChange {
+            entries.push(NewEntry::ModelChange {
                 provider: m.provider.clone(),
                 model_id: m.id.clone(),
             });
@@ -355,64 +367,39 @@ fn apply_resume(
     }
     if let Some(e) = plan.selected.effort {
         if session.thinking_level().as_deref() != Some(e.as_str()) {
-            first.push(NewEntry::ThinkingLevelChange {
+            entries.push(NewEntry::ThinkingLevelChange {
                 level: e.as_str().to_owned(),
             });
         }
     }
-    first.push(NewEntry::custom(STATE_TYPE, data(&plan.state)));
-    append_entries(session, &first, now_ms)?;
-    let Some(kickoff) = &plan.deliver else {
-        return Ok(Applied {
+    entries.push(NewEntry::custom(STATE_TYPE, data(&plan.state)));
+    if let Some(kickoff) = &plan.deliver {
+        let claim = ClaimRecord {
+            session_id: session.header.id.clone(),
+            kickoff_id: kickoff.id.clone(),
+        };
+        entries.push(NewEntry::custom(CLAIM_TYPE, data(&claim)));
+        if !host_sends {
+            entries.push(kickoff_message(kickoff));
+        }
+    }
+    append_entries(session, &entries, now_ms)?;
+    Ok(match &plan.deliver {
+        None => Applied {
             kickoff: if plan.already_claimed.is_some() {
                 "already-claimed"
             } else {
                 "none"
             },
-            kickoff_error: None,
             claimed: None,
-        });
-    };
-    let claim = ClaimRecord {
-        session_id: session.header.id.clone(),
-        kickoff_id: kickoff.id.clone(),
-    };
-    if let Err(e) = append_entries(
-        session,
-        &[NewEntry::custom(CLAIM_TYPE, data(&claim))],
-        now_ms,
-    ) {
-        // Not claimed: the kickoff stays pending in the handoff entry for a later resume.
-        return Ok(Applied {
-            kickoff: "none",
-            kickoff_error: Some(format!("the kickoff could not be claimed: {e}")),
-            claimed: None,
-        });
-    }
-    if host_sends {
-        return Ok(Applied {
+        },
+        Some(kickoff) => Applied {
             kickoff: "claimed",
-            kickoff_error: None,
-            claimed: Some(ClaimedKickoff {
+            claimed: host_sends.then(|| ClaimedKickoff {
                 id: kickoff.id.clone(),
                 text: kickoff.text.clone(),
             }),
-        });
-    }
-    let delivered = append_entries(session, &[kickoff_message(kickoff)], now_ms);
-    Ok(Applied {
-        kickoff: if delivered.is_ok() {
-            "claimed"
-        } else {
-            "claimed-undelivered"
         },
-        kickoff_error: delivered.err().map(|e| {
-            format!(
-                "the kickoff was claimed but could not be written ({e}); it is never replayed — \
-                 ask for continuation manually"
-            )
-        }),
-        claimed: None,
     })
 }
 
@@ -451,10 +438,16 @@ pub fn resume(
         rules::plan_resume(&view, &args, ctx.gate, trusted).map_err(|r| refusal(&view, r))?;
     let applied = apply_resume(&mut s, &plan, ctx.now_ms, ctx.host_sends_kickoff).map_err(|e| {
         HandoffError::Refused {
-            what: format!("the unpaused state could not be saved, so the pause stays: {e}"),
+            what: format!(
+                "the unpaused state, the kickoff claim and the kickoff are one write, and it \
+                 failed, so the pause stays and the kickoff stays pending: {e}"
+            ),
             problems: Vec::new(),
         }
     })?;
+    // The resumed session is the one `pi --continue` takes next, even if another session's
+    // last write shares this clock tick. Best effort: the resume itself is complete.
+    let _ = session::make_most_recent(&s.path);
     Ok(ResumeReport {
         session_id: s.header.id.clone(),
         session_file: s.path.clone(),
@@ -463,7 +456,6 @@ pub fn resume(
         model: plan.state.model.clone(),
         thinking_level: plan.state.thinking_level.clone(),
         kickoff: applied.kickoff,
-        kickoff_error: applied.kickoff_error,
         claimed_kickoff: applied.claimed,
     })
 }

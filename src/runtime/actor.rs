@@ -74,10 +74,12 @@ pub(crate) fn spawn(
     artifacts::ensure_delegation_dir(&config.delegation_dir)
         .map_err(|e| RuntimeError::Store(e.to_string()))?;
     let event_log = if config.event_log {
-        Some(
-            EventLog::create(&config.delegation_dir.join("events.jsonl"))
-                .map_err(|e| RuntimeError::Store(e.to_string()))?,
-        )
+        let log = EventLog::create(&config.delegation_dir.join("events.jsonl"))
+            .map_err(|e| RuntimeError::Store(e.to_string()))?;
+        // The fresh log (`O_EXCL`) proves no other runtime uses this delegation directory,
+        // so temporary files found in it are a killed runtime's leftovers.
+        artifacts::sweep_leftovers(&config.delegation_dir);
+        Some(log)
     } else {
         None
     };
@@ -128,10 +130,21 @@ pub(crate) fn spawn(
 
 impl Actor {
     async fn run(mut self) -> RuntimeReport {
+        // The event log's sign of life (`event_log::HEARTBEAT`): its mtime renewed while the
+        // runtime runs, so a reader of a dead coordinator's log knows when it stopped.
+        let mut heartbeat = tokio::time::interval(crate::store::event_log::HEARTBEAT);
+        heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         while !self.done {
             let wake = self.next_wake();
             // Arms only receive; the work happens after `select!` returns.
             tokio::select! {
+                _ = heartbeat.tick(), if self.event_log.is_some() => {
+                    if let Some(log) = &self.event_log
+                        && log.heartbeat().is_err()
+                    {
+                        self.report.event_log_errors += 1;
+                    }
+                }
                 msg = self.rx.recv(), if self.rx_open => {
                     if let Some(msg) = msg {
                         self.on_message(msg);
@@ -318,6 +331,12 @@ impl Actor {
             Effect::WindowOutcome(outcome) => self.deliver(outcome),
             Effect::Changed(child) => self.changed(child),
             Effect::ShutdownComplete => {
+                // The log's last line says the coordinator shut down (it did not die).
+                if let Some(log) = self.event_log.as_mut()
+                    && log.close(now_ms()).is_err()
+                {
+                    self.report.event_log_errors += 1;
+                }
                 for done in self.shutdown_waiters.drain(..) {
                     let _ = done.send(());
                 }

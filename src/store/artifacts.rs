@@ -2,10 +2,13 @@
 //!
 //! A task directory and its `agent/` and `transcripts/` are created exclusively with mode
 //! 0700: an existing entry is an error and stays untouched. `result.txt` and
-//! `structured.json` are published by writing a new 0600 temporary file (`O_EXCL`) and
-//! hard-linking it to the fixed name; `link(2)` refuses an existing destination, so nothing
-//! is ever overwritten, and a reader never sees a partly written artifact under the fixed
-//! name. No fsync: this is atomic publication, not a crash-durability promise.
+//! `structured.json` are published by writing a new 0600 file with no name (`O_TMPFILE`)
+//! and linking it to the fixed name; `linkat(2)` refuses an existing destination, so nothing
+//! is ever overwritten, a reader never sees a partly written artifact under the fixed name,
+//! and a runtime killed mid-publication leaves no temporary file behind. Where the file
+//! system has no `O_TMPFILE`, a named `.<name>.<hex>.tmp` (`O_EXCL`) is written and
+//! hard-linked instead, and [`sweep_leftovers`] removes what a killed runtime left of those.
+//! No fsync: this is atomic publication, not a crash-durability promise.
 
 use std::fs::{self, File};
 use std::hash::{BuildHasher, Hasher, RandomState};
@@ -181,6 +184,25 @@ fn publish_file(
         source,
     };
 
+    // First choice: an anonymous file in the directory (`O_TMPFILE`), given its name only
+    // by the link. A crash (kill -9) at any moment before the link leaves nothing behind:
+    // the kernel frees an unlinked file when its last descriptor closes.
+    match publish_anonymous(dir, &target, &bytes, |step, source| {
+        failure(step, dir, source)
+    }) {
+        Ok(Anonymous::Published) => {
+            return Outcome {
+                reference: Some(reference),
+                error: None,
+            };
+        }
+        Err(e) => return Outcome::failed(e),
+        Ok(Anonymous::Unsupported) => {}
+    }
+
+    // Fallback (a file system without `O_TMPFILE`, or no `/proc`): a named temporary file.
+    // A crash can leave it; [`sweep_leftovers`] removes such files when a runtime of the
+    // same parent starts again.
     let (temp, mut file) = match create_temp(dir, name) {
         Ok(created) => created,
         Err((temp, source)) => {
@@ -207,6 +229,99 @@ fn publish_file(
         reference: Some(reference),
         error,
     }
+}
+
+/// How the anonymous-file publication went when it did not fail (a real failure — the
+/// destination exists, the disk is full — is reported as it is, with no fallback).
+enum Anonymous {
+    Published,
+    /// This file system or process cannot do it; the named temporary file is used instead.
+    Unsupported,
+}
+
+/// Writes `bytes` to an `O_TMPFILE` file of mode 0600 in `dir` and links it to `target`
+/// with `linkat(AT_FDCWD, "/proc/self/fd/N", AT_FDCWD, target, AT_SYMLINK_FOLLOW)` (the
+/// unprivileged form; `AT_EMPTY_PATH` needs `CAP_DAC_READ_SEARCH`). `linkat` refuses an
+/// existing destination exactly as `link(2)` does. A failure names the directory as its
+/// temporary file (the file has no name of its own).
+fn publish_anonymous(
+    dir: &Path,
+    target: &Path,
+    bytes: &[u8],
+    failure: impl Fn(PublishStep, io::Error) -> StoreError,
+) -> Result<Anonymous, StoreError> {
+    use std::os::fd::AsRawFd as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+
+    let opened = fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(nix::fcntl::OFlag::O_TMPFILE.bits())
+        .mode(super::private::FILE_MODE)
+        .open(dir);
+    // EOPNOTSUPP: the file system has no O_TMPFILE; EISDIR/EINVAL: the kernel or libc does
+    // not know the flag. Anything else (no space, no permission) would fail the named file
+    // too, but trying it costs nothing and keeps one failure report.
+    let Ok(mut file) = opened else {
+        return Ok(Anonymous::Unsupported);
+    };
+    file.write_all(bytes)
+        .map_err(|source| failure(PublishStep::WriteTemp, source))?;
+    verify_file_mode(&file, dir)?;
+    let proc_path = format!("/proc/self/fd/{}", file.as_raw_fd());
+    match nix::unistd::linkat(
+        nix::fcntl::AT_FDCWD,
+        proc_path.as_str(),
+        nix::fcntl::AT_FDCWD,
+        target,
+        nix::fcntl::AtFlags::AT_SYMLINK_FOLLOW,
+    ) {
+        Ok(()) => Ok(Anonymous::Published),
+        // No /proc mounted: the anonymous file cannot be named this way.
+        Err(nix::errno::Errno::ENOENT) if !Path::new("/proc/self/fd").is_dir() => {
+            Ok(Anonymous::Unsupported)
+        }
+        Err(errno) => Err(failure(PublishStep::Link, io::Error::from(errno))),
+    }
+}
+
+/// Whether `name` is one of this module's named temporary files: `.<artifact>.<16 hex>.tmp`.
+fn is_leftover_temp(name: &str) -> bool {
+    [RESULT_TEXT, STRUCTURED_JSON].iter().any(|artifact| {
+        name.strip_prefix('.')
+            .and_then(|rest| rest.strip_prefix(artifact))
+            .and_then(|rest| rest.strip_prefix('.'))
+            .and_then(|rest| rest.strip_suffix(".tmp"))
+            .is_some_and(|hex| hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+    })
+}
+
+/// Removes the named temporary files an earlier runtime of this parent left in its task
+/// directories when it was killed mid-publication (only with the fallback of
+/// [`publish`]). The caller must be the only runtime of the parent (it holds the parent's
+/// control socket), so no such file is still being written. Only regular files with exactly
+/// the temporary name pattern, directly inside a task directory, are removed. Returns how
+/// many were removed; unreadable directories are skipped.
+pub fn sweep_leftovers(delegation_dir: &Path) -> usize {
+    let Ok(tasks) = fs::read_dir(delegation_dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for task in tasks.flatten() {
+        if !task.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let Ok(entries) = fs::read_dir(task.path()) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let leftover = entry.file_name().to_str().is_some_and(is_leftover_temp)
+                && entry.file_type().is_ok_and(|t| t.is_file());
+            if leftover && fs::remove_file(entry.path()).is_ok() {
+                removed += 1;
+            }
+        }
+    }
+    removed
 }
 
 /// A new 0600 file named `.<final name>.<16 hex digits>.tmp` in `dir`. The suffix comes from

@@ -2,15 +2,26 @@
 //!
 //! The log is evidence for `subagent-status` and the Hub after the runtime is gone. It is
 //! never recovery: nothing reads it to revive, resume or re-admit work.
+//!
+//! How it ended is evidence too. A runtime that shuts down writes a last line
+//! `{"type":"shutdown","at":MS}` ([`EventLog::close`]); while it runs, its file's modification
+//! time is renewed at least every [`HEARTBEAT`] ([`EventLog::heartbeat`]). A log without the
+//! closing line whose runtime no longer answers belongs to a coordinator that died (kill -9,
+//! a crash, the machine stopped), and its modification time is its last sign of life: it
+//! stopped answering within one [`HEARTBEAT`] after that ([`History::end`]).
 
 use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::{self, BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
 use super::error::StoreError;
 use super::paths;
 use super::private::{create_private_file, ensure_private_dir_chain, verify_file_mode};
+use crate::core::Millis;
 use crate::core::ids::ChildRef;
 use crate::core::snapshot::{ChildSnapshot, RegistryEvent};
 
@@ -64,6 +75,61 @@ pub fn retire_previous(path: &Path) -> Result<Option<PathBuf>, StoreError> {
     })
 }
 
+/// How often a running runtime renews its log's modification time (its sign of life).
+pub const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// A log line that is not a registry event: the runtime's last words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase", deny_unknown_fields)]
+enum Closing {
+    /// The runtime shut down (every worker drained) at `at`, epoch milliseconds.
+    Shutdown { at: Millis },
+}
+
+/// How the coordinator that wrote a log stopped, as every surface shows it (`status
+/// --parent`, `--json`, `slate watch --lines`, the Hub). Always about a coordinator that no
+/// longer answers: the states shown with it are its last known ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(
+    tag = "state",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum CoordinatorEnd {
+    /// It shut down and said so (the log's closing record) at `at` (epoch ms).
+    ShutDown { at: Millis },
+    /// It stopped without saying so (killed, crashed). `lastSignOfLife` (epoch ms) is the last
+    /// moment it is known to have run: its log's last write or heartbeat, or when a live
+    /// connection to it closed. Generations it showed as unfinished stopped with it.
+    Died { last_sign_of_life: Millis },
+}
+
+impl CoordinatorEnd {
+    /// The moment the last known states are frozen at (elapsed times count to here).
+    pub fn at(self) -> Millis {
+        match self {
+            Self::ShutDown { at } => at,
+            Self::Died { last_sign_of_life } => last_sign_of_life,
+        }
+    }
+
+    /// One line for text output, e.g. `coordinator 9a7e… died: stopped answering by
+    /// 2026-12-01 18:10:05 UTC (its last sign of life); last known states`.
+    pub fn describe(self, parent_id: uuid::Uuid) -> String {
+        match self {
+            Self::ShutDown { at } => format!(
+                "coordinator {parent_id} shut down at {}; final states",
+                crate::store::session::iso_timestamp(at)
+            ),
+            Self::Died { last_sign_of_life } => format!(
+                "coordinator {parent_id} died: it stopped answering by {} (its last sign of \
+                 life); last known states, not live",
+                crate::store::session::iso_timestamp(last_sign_of_life)
+            ),
+        }
+    }
+}
+
 /// The writer side, owned by one runtime for its whole life.
 #[derive(Debug)]
 pub struct EventLog {
@@ -106,6 +172,37 @@ impl EventLog {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Renews the file's modification time (the runtime's sign of life; see [`HEARTBEAT`]).
+    pub fn heartbeat(&self) -> Result<(), StoreError> {
+        self.file
+            .set_modified(std::time::SystemTime::now())
+            .map_err(|source| StoreError::AppendLog {
+                path: self.path.clone(),
+                source,
+            })
+    }
+
+    /// Writes the closing record: the runtime shut down at `at`. Nothing is appended after it.
+    pub fn close(&mut self, at: Millis) -> Result<(), StoreError> {
+        let mut line = Vec::with_capacity(48);
+        if self.torn {
+            line.push(b'\n');
+        }
+        crate::json::to_writer(&mut line, &Closing::Shutdown { at }).map_err(|source| {
+            StoreError::EncodeEvent {
+                path: self.path.clone(),
+                source,
+            }
+        })?;
+        line.push(b'\n');
+        self.file
+            .write_all(&line)
+            .map_err(|source| StoreError::AppendLog {
+                path: self.path.clone(),
+                source,
+            })
     }
 
     /// Writes the event as one JSON line with a single `write_all` on the unbuffered
@@ -152,6 +249,10 @@ pub struct History {
     /// A last line without its newline that is not valid JSON: the writer stopped mid-line
     /// or is still writing. Reported, not fatal.
     pub torn_tail: Option<TornTail>,
+    /// The closing record's time: the runtime shut down (epoch ms).
+    pub shut_down_at: Option<Millis>,
+    /// The file's modification time when read (epoch ms): its writer's last sign of life.
+    pub modified_at: Option<Millis>,
     index: HashMap<ChildRef, usize>,
 }
 
@@ -164,6 +265,24 @@ pub struct TornTail {
 }
 
 impl History {
+    /// How the log's coordinator stopped, for a coordinator that no longer answers: shut down
+    /// when the log says so, else died at its last sign of life (the file's modification
+    /// time; without one, the newest time a snapshot holds).
+    pub fn end(&self) -> CoordinatorEnd {
+        if let Some(at) = self.shut_down_at {
+            return CoordinatorEnd::ShutDown { at };
+        }
+        let newest_snapshot = self
+            .snapshots
+            .iter()
+            .map(|s| s.ended_at.unwrap_or(s.created_at))
+            .max()
+            .unwrap_or(0);
+        CoordinatorEnd::Died {
+            last_sign_of_life: self.modified_at.unwrap_or(newest_snapshot),
+        }
+    }
+
     /// The latest snapshot of exactly this generation.
     pub fn snapshot(&self, child: ChildRef) -> Option<&ChildSnapshot> {
         self.index.get(&child).map(|&i| &self.snapshots[i])
@@ -193,8 +312,17 @@ pub fn read_history(path: &Path) -> Result<History, StoreError> {
         path: path.to_owned(),
         source,
     };
-    let mut reader = BufReader::new(File::open(path).map_err(read_error)?);
-    let mut history = History::default();
+    let file = File::open(path).map_err(read_error)?;
+    let mut history = History {
+        modified_at: file
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .and_then(|d| Millis::try_from(d.as_millis()).ok()),
+        ..History::default()
+    };
+    let mut reader = BufReader::new(file);
     let mut line = Vec::with_capacity(4096);
     let mut number = 0;
     loop {
@@ -209,6 +337,9 @@ pub fn read_history(path: &Path) -> Result<History, StoreError> {
         }
         match serde_json::from_slice::<RegistryEvent>(&line) {
             Ok(event) => history.record(event),
+            Err(_) if let Ok(Closing::Shutdown { at }) = serde_json::from_slice(&line) => {
+                history.shut_down_at = Some(at);
+            }
             Err(_) if !complete => {
                 history.torn_tail = Some(TornTail {
                     line: number,

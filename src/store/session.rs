@@ -300,9 +300,39 @@ pub fn read(path: &Path) -> Result<Session, SessionError> {
     parse(path, &bytes)
 }
 
-/// pi's `--continue` choice: the `*.jsonl` in `dir` with the newest modification time whose
-/// header parses and whose `cwd` equals `cwd` (both compared after lexical resolution).
+/// pi's `--continue` choice in `dir`, filtered to sessions whose header `cwd` is `cwd` (pi
+/// filters so only for a `--session-dir` other than the default one): see
+/// [`most_recent_session`].
 pub fn newest_for_cwd(dir: &Path, cwd: &Path) -> Result<PathBuf, SessionError> {
+    most_recent_session(dir, cwd, true)
+}
+
+/// pi 1.6's `--continue` choice, exactly. From `findMostRecentSession(sessionDir, cwd)` in
+/// `dist/core/session-manager.js` (called by `SessionManager.continueRecent`):
+///
+/// ```js
+/// readdirSync(dir).filter(f => f.endsWith(".jsonl")).map(f => join(dir, f))
+///     .map(path => ({ path, mtime: statSync(path).mtimeMs }))
+///     .sort((a, b) => b.mtime - a.mtime);
+/// // then the first whose header reads (and, with a cwd, whose resolved header cwd equals it)
+/// ```
+///
+/// * **Newest `mtimeMs` first**, where `mtimeMs` is Node's double `sec * 1e3 + nsec / 1e6`
+///   (compared as that double, not as nanoseconds).
+/// * **Ties keep directory order**: JavaScript's sort is stable, and Node's `readdirSync`
+///   returns names sorted by byte value (libuv's `scandir` sorts with `strcmp`), so of two
+///   sessions with the same mtime the one whose *name sorts first* wins — for pi's
+///   `<timestamp>_<id>.jsonl` names, the *older* file.
+/// * A `.jsonl` that cannot be `stat`ed throws inside pi's `try`, and pi then continues no
+///   session at all (it starts a new one); so does this.
+/// * `filter_cwd`: pi filters by the header's `cwd` only when given a session directory other
+///   than the default for the cwd (`continueRecent`'s `filterCwd`); in the default directory
+///   any readable header is taken.
+pub fn most_recent_session(
+    dir: &Path,
+    cwd: &Path,
+    filter_cwd: bool,
+) -> Result<PathBuf, SessionError> {
     let none = || SessionError::NoSession {
         dir: dir.to_owned(),
         cwd: cwd.to_owned(),
@@ -310,26 +340,82 @@ pub fn newest_for_cwd(dir: &Path, cwd: &Path) -> Result<PathBuf, SessionError> {
     let Ok(listing) = fs::read_dir(dir) else {
         return Err(none());
     };
-    let mut files: Vec<(std::time::SystemTime, PathBuf)> = listing
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl") && p.is_file())
-        .filter_map(|p| Some((fs::metadata(&p).ok()?.modified().ok()?, p)))
-        .collect();
-    files.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.cmp(&a.1)));
+    let mut files: Vec<(f64, PathBuf)> = Vec::new();
+    for entry in listing {
+        let Ok(entry) = entry else {
+            return Err(none());
+        };
+        let path = entry.path();
+        if !entry.file_name().as_encoded_bytes().ends_with(b".jsonl") {
+            continue;
+        }
+        let Some(mtime) = fs::metadata(&path).ok().and_then(|m| mtime_ms(&m)) else {
+            return Err(none());
+        };
+        files.push((mtime, path));
+    }
+    files.sort_by(|a, b| {
+        b.0.total_cmp(&a.0)
+            .then_with(|| a.1.as_os_str().cmp(b.1.as_os_str()))
+    });
     let wanted = crate::store::paths::resolve(cwd)?;
     for (_, path) in files {
         let Ok(head) = read_header(&path) else {
             continue;
         };
-        let matches = head.cwd.as_deref().is_some_and(|c| {
-            !c.is_empty() && crate::store::paths::resolve(Path::new(c)).is_ok_and(|c| c == wanted)
-        });
+        let matches = !filter_cwd
+            || head.cwd.as_deref().is_some_and(|c| {
+                !c.is_empty()
+                    && crate::store::paths::resolve(Path::new(c)).is_ok_and(|c| c == wanted)
+            });
         if matches {
             return Ok(path);
         }
     }
     Err(none())
+}
+
+/// Node's `Stats.mtimeMs`: `sec * 1e3 + nsec / 1e6` as a double.
+#[allow(
+    clippy::cast_precision_loss,
+    reason = "the same double arithmetic as Node, precision loss included"
+)]
+fn mtime_ms(meta: &fs::Metadata) -> Option<f64> {
+    use std::os::unix::fs::MetadataExt as _;
+    let _ = meta.modified().ok()?;
+    Some(meta.mtime() as f64 * 1e3 + meta.mtime_nsec() as f64 / 1e6)
+}
+
+/// Makes `path` the session pi's `--continue` (and [`most_recent_session`]) takes in its
+/// directory: when another `*.jsonl` there has an mtime at least as new (files written in the
+/// same clock tick share an mtime, and pi then takes the one whose name sorts first — the
+/// older session), `path`'s mtime is set one millisecond past the newest of them. Returns
+/// whether it had to change anything.
+pub fn make_most_recent(path: &Path) -> io::Result<bool> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let own = fs::metadata(path)?;
+    let own_ms = mtime_ms(&own).unwrap_or(f64::NEG_INFINITY);
+    let mut newest: Option<(f64, std::time::SystemTime)> = None;
+    for entry in fs::read_dir(dir)?.flatten() {
+        let other = entry.path();
+        if other == path || !entry.file_name().as_encoded_bytes().ends_with(b".jsonl") {
+            continue;
+        }
+        let Ok(meta) = fs::metadata(&other) else {
+            continue;
+        };
+        if let (Some(ms), Ok(at)) = (mtime_ms(&meta), meta.modified())
+            && newest.is_none_or(|(n, _)| ms > n)
+        {
+            newest = Some((ms, at));
+        }
+    }
+    let Some((_, newest_at)) = newest.filter(|(ms, _)| *ms >= own_ms) else {
+        return Ok(false);
+    };
+    let file = fs::OpenOptions::new().append(true).open(path)?;
+    file.set_modified(newest_at + std::time::Duration::from_millis(1))?;
+    Ok(true)
 }
 
 /// The header only (first parsed line), reading at most 1 MiB like pi's discovery.

@@ -23,6 +23,7 @@ use crate::control::methods::{
 use crate::control::{Client, ClientError, Subscription};
 use crate::core::{ChildSnapshot, Reply};
 use crate::runtime::now_ms;
+use crate::store::event_log::CoordinatorEnd;
 use crate::ui::terminal::{Mode, TerminalGuard};
 
 /// After a registry notification, wait this long for more before drawing (coalescing a
@@ -166,7 +167,11 @@ async fn forward(mut subscription: Subscription, tx: UnboundedSender<Msg>) {
             Notification::Event(ControlEvent::Lagged { missed })
             | Notification::Lagged(Lagged { missed }) => Msg::Lagged(missed),
             Notification::Event(ControlEvent::ShutdownComplete) => {
-                Msg::Disconnected("the coordinator shut down".to_owned())
+                // Said so: whatever closes next is the shutdown's own end.
+                let _ = tx.send(Msg::CoordinatorStopped(CoordinatorEnd::ShutDown {
+                    at: now_ms(),
+                }));
+                return;
             }
             Notification::Event(ControlEvent::Outcome { .. }) => continue,
         };
@@ -174,7 +179,11 @@ async fn forward(mut subscription: Subscription, tx: UnboundedSender<Msg>) {
             return;
         }
     }
-    let _ = tx.send(Msg::Disconnected("the connection closed".to_owned()));
+    // Closed without the shutdown notice: it died now (a shutdown's notice stops the loop
+    // above first, as the Hub stops reading then).
+    let _ = tx.send(Msg::CoordinatorStopped(CoordinatorEnd::Died {
+        last_sign_of_life: now_ms(),
+    }));
 }
 
 fn failure(e: &ClientError) -> Failure {

@@ -17,6 +17,7 @@ use crate::control::methods::{
     MessageParams, Request, SteerParams, StopManyParams, Target, TargetParams, WaitParams, method,
 };
 use crate::core::{AgentPresence, ChildRef, ChildSnapshot, MessageMode, Millis, Reply, Streaming};
+use crate::store::event_log::CoordinatorEnd;
 use crate::text::SafeText;
 
 /// The `w` wait bound.
@@ -166,6 +167,8 @@ pub enum Msg {
         result: Result<Reply, Failure>,
     },
     Disconnected(String),
+    /// The coordinator's connection ended: it shut down (its notice came first) or died.
+    CoordinatorStopped(CoordinatorEnd),
 }
 
 /// What the shell should do.
@@ -383,6 +386,9 @@ pub struct Hub {
     pub(super) pending: Vec<(u64, Action)>,
     pub(super) dirty: bool,
     pub(super) quit: bool,
+    /// Set once the coordinator is gone: from then on the roster is its last known states,
+    /// and the clock stands still at [`CoordinatorEnd::at`].
+    pub(super) coordinator_end: Option<CoordinatorEnd>,
 }
 
 impl Hub {
@@ -423,6 +429,7 @@ impl Hub {
             pending: Vec::new(),
             dirty: true,
             quit: false,
+            coordinator_end: None,
         }
     }
 
@@ -495,9 +502,37 @@ impl Hub {
         Areas::of(self.size)
     }
 
+    /// The coordinator is gone: the roster becomes its last known states, and the clock
+    /// stops at the moment it stopped (ticks are ignored from here on).
+    fn coordinator_stopped(&mut self, end: CoordinatorEnd) {
+        self.agents_in_flight = false;
+        self.coordinator_end = Some(end);
+        self.now = end.at();
+        self.dirty = true;
+    }
+
+    /// The header's word on a coordinator that is gone (one place, for every layout), e.g.
+    /// `⚠ coordinator died · no answer since 18:10:05 UTC · last known states`.
+    pub fn coordinator_banner(&self) -> Option<String> {
+        let end = self.coordinator_end?;
+        let at = crate::store::session::iso_timestamp(end.at());
+        let clock = at.get(11..19).unwrap_or(&at).to_owned();
+        Some(match end {
+            CoordinatorEnd::Died { .. } => {
+                format!("⚠ coordinator died · no answer since {clock} UTC · last known states")
+            }
+            CoordinatorEnd::ShutDown { .. } => {
+                format!("coordinator shut down at {clock} UTC · final states")
+            }
+        })
+    }
+
     /// Whether the 1 s clock matters: an active (undisposed, still counting) generation is
     /// on screen, so its elapsed time or liveness changes.
     pub fn wants_tick(&self) -> bool {
+        if self.coordinator_end.is_some() {
+            return false;
+        }
         let active = |r: &ChildRef| {
             self.roster
                 .get(*r)
@@ -538,6 +573,8 @@ impl Hub {
                 self.size = Rect::new(0, 0, w, h);
                 self.dirty = true;
             }
+            // A stopped coordinator's rows do not count on.
+            Msg::Tick(_) if self.coordinator_end.is_some() => {}
             Msg::Tick(now) => {
                 let before = self.wants_tick();
                 self.now = now;
@@ -611,6 +648,7 @@ impl Hub {
                 self.control_done(id, result, &mut effects);
                 self.dirty = true;
             }
+            Msg::CoordinatorStopped(end) => self.coordinator_stopped(end),
             Msg::Disconnected(reason) => {
                 self.agents_in_flight = false;
                 self.set_notice(

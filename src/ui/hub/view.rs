@@ -175,6 +175,12 @@ fn counts_text(hub: &Hub) -> String {
 
 fn header(hub: &Hub, areas: &Areas, buf: &mut Buffer) {
     let a = areas.header;
+    // A coordinator that is gone says so before anything else in the header.
+    if let Some(banner) = hub.coordinator_banner() {
+        let text = format!("{banner} · {}", counts_text(hub));
+        put(buf, a.x, a.y, a.width, &text, theme::title());
+        return;
+    }
     if areas.kind == Kind::Compact {
         // The selected generation, with its full identity.
         let text = match hub.selected().and_then(|r| hub.roster().get(r)) {
