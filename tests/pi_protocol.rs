@@ -115,7 +115,12 @@ fn replay_all(name: &str) -> (Vec<Output>, HashMap<String, MessageId>) {
     if name.starts_with("json_") {
         // JSON mode takes its prompt from the command line and answers nothing; a Slate
         // worker's run is open once pi answered its prompt, so the replay stands in for that.
-        mapper.sent("json", Sent::Prompt { text: String::new() });
+        mapper.sent(
+            "json",
+            Sent::Prompt {
+                text: String::new(),
+            },
+        );
         mapper.line(br#"{"id":"json","type":"response","command":"prompt","success":true}"#);
     }
     let mut out = Vec::new();
@@ -1024,7 +1029,8 @@ fn a_stdout_line_before_the_prompt_response_cannot_fake_a_success_2() {
         "an unmatched failure is not the prompt's refusal"
     );
     // pi's own answers, in order.
-    let state = br#"{"id":"state-1","type":"response","command":"get_state","success":true,"data":{}}"#;
+    let state =
+        br#"{"id":"state-1","type":"response","command":"get_state","success":true,"data":{}}"#;
     assert_eq!(mapper.line(state), vec![]);
     assert!(
         matches!(&mapper.line(fake)[..], [Output::Evidence(_)]),
@@ -1094,7 +1100,12 @@ fn commands_serialize_as_pi_expects() {
 
 /// Slate's prompt `p0`, answered `started`: the run that an `agent_settled` settles.
 fn open_run(mapper: &mut PiMapper) {
-    mapper.sent("p0", Sent::Prompt { text: "go".into() });
+    mapper.sent(
+        "p0",
+        Sent::Prompt {
+            text: String::new(),
+        },
+    );
     let started = br#"{"id":"p0","type":"response","command":"prompt","success":true,"data":{"disposition":"started"}}"#;
     assert_eq!(mapper.line(started), vec![]);
 }
@@ -1188,6 +1199,7 @@ fn a_retry_without_its_end_settles_with_unknown_exhaustion() {
         }]
     );
     // The next run starts clean.
+    open_run(&mut mapper);
     assert_eq!(
         mapper.line(br#"{"type":"agent_settled","aborted":false}"#),
         vec![settled(None, false)]

@@ -6,20 +6,21 @@
 //! **containment process**: the `slate` binary itself, re-executed with the hidden first
 //! argument [`SUBCOMMAND`] (`slate __contain-worker <slate-pid> <pi> <args…>`), which
 //!
-//! 1. takes its signals from a `signalfd` (no handler, no `unsafe`): SIGCHLD, the stop signals
-//!    SIGTERM / SIGINT / SIGHUP / SIGQUIT, and [`PARENT_GONE`];
-//! 2. makes itself a **child subreaper** (`PR_SET_CHILD_SUBREAPER`): whatever pi or its tools
+//! 1. makes itself a **child subreaper** (`PR_SET_CHILD_SUBREAPER`): whatever pi or its tools
 //!    leave behind — a double fork, `setsid`, `nohup … &`, a tool whose pi was killed — is
 //!    reparented to it, never to PID 1, so the worker's whole tree stays below it;
-//! 3. asks for [`PARENT_GONE`] when its parent dies (`PR_SET_PDEATHSIG`), then checks
+//! 2. starts pi with its own stdin, stdout, stderr, descriptor 3 (the capability pipe),
+//!    environment and working directory, in its own process group (which Slate created with
+//!    the containment process as leader, so Slate's SIGTERM / SIGKILL escalation reaches pi
+//!    directly, as before);
+//! 3. takes its signals from a `signalfd` (no handler, no `unsafe`): SIGCHLD, the stop signals
+//!    SIGTERM / SIGINT / SIGHUP / SIGQUIT, and `PARENT_GONE` (SIGUSR1) — blocked only after pi
+//!    started, so pi's signal mask is its own;
+//! 4. asks for `PARENT_GONE` when its parent dies (`PR_SET_PDEATHSIG`), then checks
 //!    `getppid()` against the Slate pid it was given, closing the race with a Slate that died
 //!    first. Linux sends that signal when the parent *thread* ends, so on the signal it looks
 //!    again: a parent still there means a Slate thread ended, and it asks again (and checks
 //!    again);
-//! 4. starts pi with its own stdin, stdout, stderr, descriptor 3 (the capability pipe),
-//!    environment and working directory, in its own process group (which Slate created with
-//!    the containment process as leader, so Slate's SIGTERM / SIGKILL escalation reaches pi
-//!    directly, as before);
 //! 5. when pi exits, when Slate dies, or when it is told to stop, ends every descendant: SIGTERM
 //!    to each process of its subtree (found in `/proc` by parent links), [`GRACE`], then SIGKILL
 //!    until none is left, reaping all of them, and exits with pi's status (pi's exit code, or
@@ -201,37 +202,27 @@ mod linux {
 
     impl Container {
         /// Set up, then start pi; `None` when Slate is already gone (nothing is started).
-        fn start(parent: Pid, program: &OsString, args: &[OsString]) -> Result<Option<Self>, String> {
-            Self::prepare(parent)
-                .map_err(|e| format!("cannot contain the worker: {e}"))?
-                .map(|signals| Self::spawn(parent, signals, program, args))
-                .transpose()
-        }
-
-        /// Signals on a descriptor, subreaper, parent-death signal; `None` when Slate is
-        /// already gone.
-        fn prepare(parent: Pid) -> nix::Result<Option<SignalFd>> {
-            let mut mask = SigSet::empty();
-            mask.add(Signal::SIGCHLD);
-            mask.add(PARENT_GONE);
-            for signal in STOP {
-                mask.add(signal);
-            }
-            mask.thread_block()?;
-            let signals = SignalFd::with_flags(&mask, SfdFlags::SFD_CLOEXEC)?;
-            prctl::set_child_subreaper(true)?;
-            prctl::set_pdeathsig(PARENT_GONE)?;
-            Ok((getppid() == parent).then_some(signals))
-        }
-
-        fn spawn(
+        /// Become a subreaper, start pi, then take signals from a descriptor and ask for
+        /// the parent-death signal; `None` when Slate is already gone (nothing is started).
+        ///
+        /// Signals are blocked only after pi started: a child inherits the signal mask, and
+        /// pi must get SIGTERM and SIGINT as it would without us (std does not reset the
+        /// mask, and resetting it in the child needs `pre_exec`, which is `unsafe`). In the
+        /// few microseconds before that, a stop signal ends this process by its default
+        /// action (pi, in the same process group, gets a group signal too and has started
+        /// nothing yet), a lost SIGCHLD is made up for by reaping at the top of every round,
+        /// and a Slate that dies is caught by the `getppid` check after the parent-death
+        /// signal was asked for.
+        fn start(
             parent: Pid,
-            signals: SignalFd,
             program: &OsString,
             args: &[OsString],
-        ) -> Result<Self, String> {
-            // std resets the signal mask and SIGPIPE in the child: pi starts as it would
-            // without us, with our descriptors 0–3, environment and cwd.
+        ) -> Result<Option<Self>, String> {
+            let failed = |e: Errno| format!("cannot contain the worker: {e}");
+            prctl::set_child_subreaper(true).map_err(failed)?;
+            if getppid() != parent {
+                return Ok(None);
+            }
             let child = std::process::Command::new(program)
                 .args(args)
                 .spawn()
@@ -239,14 +230,23 @@ mod linux {
             let pi = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
             // Reaped below with waitpid; std's handle has nothing left to do.
             drop(child);
-            Ok(Self {
+            let mut mask = SigSet::empty();
+            mask.add(Signal::SIGCHLD);
+            mask.add(PARENT_GONE);
+            for signal in STOP {
+                mask.add(signal);
+            }
+            mask.thread_block().map_err(failed)?;
+            let signals = SignalFd::with_flags(&mask, SfdFlags::SFD_CLOEXEC).map_err(failed)?;
+            prctl::set_pdeathsig(PARENT_GONE).map_err(failed)?;
+            Ok(Some(Self {
                 parent,
                 me: getpid(),
                 signals,
                 pi,
                 pi_status: None,
                 phase: Phase::Running,
-            })
+            }))
         }
 
         fn run(&mut self) -> i32 {
@@ -359,7 +359,11 @@ mod linux {
         };
         let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
         for entry in dir.flatten() {
-            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
                 continue;
             };
             if let Some(parent) = parent_pid(pid) {
@@ -402,7 +406,10 @@ mod linux {
             let _ = kill(shell, Signal::SIGKILL);
             let _ = child.wait();
             assert_eq!(below.len(), 1, "the shell's sleep: {below:?}");
-            assert!(mine.contains(&shell) && mine.contains(&below[0]), "{mine:?}");
+            assert!(
+                mine.contains(&shell) && mine.contains(&below[0]),
+                "{mine:?}"
+            );
         }
     }
 }

@@ -9,14 +9,19 @@
 //! Only shutdown escalation (`WorkerCommand::Kill`) signals: SIGTERM to the worker's own
 //! process group, then SIGKILL after a grace period.
 //!
-//! Workers never outlive Slate: each runs in its own process group, is killed when its handle
-//! is dropped (`kill_on_drop`), and pi in RPC mode exits on its own as soon as its stdin closes
-//! (which the kernel does when Slate dies). Slate forbids `unsafe`, so no `prctl` parent-death
-//! signal is installed; stdin EOF is pi's documented and observed equivalent.
+//! Nothing outlives a worker: on Linux the `slate` binary runs each worker under its
+//! containment process (`worker::contain`), which ends everything below it when pi exits,
+//! when Slate dies or when it is told to stop; elsewhere each worker leads its own process
+//! group, is killed when its handle is dropped, and pi exits when its stdin closes (which the
+//! kernel does when Slate dies).
+//!
+//! pi's stdout is untrusted input: it is read in bounded lines (`worker::pi::lines`), and a
+//! worker's terminal state comes only from pi's answers to Slate's own commands in their
+//! order (`worker::pi::mapper`, "Order").
 
 use std::collections::VecDeque;
-use std::fmt::Write as _;
 use std::ffi::OsString;
+use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::Arc;
@@ -199,17 +204,12 @@ impl WorkerBackend for PiBackend {
                 ));
                 return;
             }
-            run_worker(
-                &pi,
-                &containment,
-                extension.as_deref(),
-                start,
-                &dirs,
-                &identity,
-                events,
-                rx,
-            )
-            .await;
+            let launch = Launch {
+                pi: &pi,
+                containment: &containment,
+                extension: extension.as_deref(),
+            };
+            run_worker(&launch, start, &dirs, &identity, events, rx).await;
         });
         tx
     }
@@ -288,6 +288,18 @@ struct Settling {
     error: Option<String>,
 }
 
+/// How a worker is started: pi, its containment, the extension file it loads.
+#[derive(Clone, Copy)]
+struct Launch<'a> {
+    pi: &'a PiCommand,
+    containment: &'a Containment,
+    extension: Option<&'a Path>,
+}
+
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "four independent facts of one worker's stop and settle state"
+)]
 struct Driver {
     child_ref: ChildRef,
     events: EventSink,
@@ -439,7 +451,9 @@ impl Driver {
                 });
             }
             Output::Evidence(text) => self.evidence(text),
-            Output::PromptRefused { .. } | Output::ResponseError { .. } | Output::AbortAcknowledged => {}
+            Output::PromptRefused { .. }
+            | Output::ResponseError { .. }
+            | Output::AbortAcknowledged => {}
         }
     }
 
@@ -495,15 +509,18 @@ impl Driver {
     reason = "one select loop over the worker's four inputs"
 )]
 async fn run_worker(
-    pi: &PiCommand,
-    containment: &Containment,
-    extension: Option<&Path>,
+    launch: &Launch<'_>,
     start: WorkerStart,
     dirs: &WorkerDirs,
     identity: &WorkerIdentity,
     events: EventSink,
     mut commands: mpsc::UnboundedReceiver<WorkerCommand>,
 ) {
+    let Launch {
+        pi,
+        containment,
+        extension,
+    } = *launch;
     let child_ref = start.child;
     let spawned = identity
         .socket()
