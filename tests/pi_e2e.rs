@@ -572,6 +572,9 @@ fn fake_runtime(
     (rt, join)
 }
 
+/// pi's answer to the driver's prompt (`state-1`, then `prompt-2`): only after it can a run
+/// settle (issue 14, item 2).
+const PROMPT_STARTED: &str = r#"{"id":"prompt-2","type":"response","command":"prompt","success":true,"data":{"disposition":"started"}}"#;
 const ASSISTANT_START: &str = r#"{"type":"message_start","message":{"role":"assistant","content":[],"usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{"total":0}},"stopReason":"pending"}}"#;
 const ASSISTANT_END: &str = r#"{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"Survived the noise."}],"usage":{"input":10,"output":4,"cacheRead":0,"cacheWrite":0,"totalTokens":14,"cost":{"total":0.0001}},"stopReason":"stop"}}"#;
 
@@ -579,7 +582,7 @@ const ASSISTANT_END: &str = r#"{"type":"message_end","message":{"role":"assistan
 async fn garbage_on_stdout_is_survived() {
     let dir = temp_dir("garbage");
     let body = format!(
-        "echo 'this is not json'\nprintf '\\377\\376 binary\\n'\necho '{{\"half\": '\necho '[1,2,3]'\necho '{ASSISTANT_START}'\necho 'more garbage'\necho '{ASSISTANT_END}'\necho '{{\"type\":\"agent_settled\",\"aborted\":false}}'\ncat > /dev/null"
+        "echo 'this is not json'\nprintf '\\377\\376 binary\\n'\necho '{{\"half\": '\necho '[1,2,3]'\necho '{PROMPT_STARTED}'\necho '{ASSISTANT_START}'\necho 'more garbage'\necho '{ASSISTANT_END}'\necho '{{\"type\":\"agent_settled\",\"aborted\":false}}'\ncat > /dev/null"
     );
     let (rt, join) = fake_runtime(
         &dir,

@@ -112,6 +112,17 @@ fn replay(name: &str) -> (Vec<Output>, HashMap<String, MessageId>) {
 fn replay_all(name: &str) -> (Vec<Output>, HashMap<String, MessageId>) {
     let mut mapper = PiMapper::new();
     let ids = record_stdin(name, &mut mapper);
+    if name.starts_with("json_") {
+        // JSON mode takes its prompt from the command line and answers nothing; a Slate
+        // worker's run is open once pi answered its prompt, so the replay stands in for that.
+        mapper.sent(
+            "json",
+            Sent::Prompt {
+                text: String::new(),
+            },
+        );
+        mapper.line(br#"{"id":"json","type":"response","command":"prompt","success":true}"#);
+    }
     let mut out = Vec::new();
     for line in stdout_lines(name) {
         out.extend(mapper.line(&line));
@@ -434,7 +445,7 @@ fn steer_during_stream_is_queued_then_delivered_at_the_next_turn() {
             &[
                 request(),
                 // p2: a prompt without streamingBehavior while streaming is refused.
-                Output::ResponseError {
+                Output::PromptRefused {
                     command: "prompt".to_owned(),
                     error: "Agent is already processing. Specify streamingBehavior ('steer' or \
                             'followUp') to queue the message."
@@ -967,7 +978,7 @@ fn a_refused_prompt_never_consumes_an_echo() {
         br#"{"id":"p","type":"response","command":"prompt","success":false,"error":"busy"}"#;
     assert_eq!(
         mapper.line(refused),
-        vec![Output::ResponseError {
+        vec![Output::PromptRefused {
             command: "prompt".into(),
             error: "busy".into()
         }]
@@ -992,8 +1003,45 @@ fn a_handled_prompt_is_reported_because_no_run_will_settle() {
         br#"{"id":"p","type":"response","command":"prompt","success":true,"data":{"disposition":"handled"}}"#,
     );
     assert!(
-        matches!(&out[..], [Output::ResponseError { command, .. }] if command == "prompt"),
+        matches!(&out[..], [Output::PromptRefused { command, .. }] if command == "prompt"),
         "{out:?}"
+    );
+}
+
+/// Issue 14, item 2: a record before pi's answer to Slate's prompt is evidence, never state.
+/// A wrapper that printed `agent_settled` before starting pi made a task `settled` with no
+/// request and an empty result; now only the run pi started by answering the prompt settles,
+/// once, and a failed response Slate never asked for refuses nothing.
+#[test]
+fn a_stdout_line_before_the_prompt_response_cannot_fake_a_success_2() {
+    let mut mapper = PiMapper::new();
+    mapper.sent("state-1", Sent::GetState);
+    mapper.sent("prompt-2", Sent::Prompt { text: "go".into() });
+    let fake = br#"{"type":"agent_settled","aborted":false}"#;
+    let out = mapper.line(fake);
+    assert!(
+        matches!(&out[..], [Output::Evidence(e)] if e.contains("before pi answered")),
+        "{out:?}"
+    );
+    let stray = br#"{"type":"response","command":"prompt","success":false,"error":"no"}"#;
+    assert!(
+        matches!(&mapper.line(stray)[..], [Output::ResponseError { .. }]),
+        "an unmatched failure is not the prompt's refusal"
+    );
+    // pi's own answers, in order.
+    let state =
+        br#"{"id":"state-1","type":"response","command":"get_state","success":true,"data":{}}"#;
+    assert_eq!(mapper.line(state), vec![]);
+    assert!(
+        matches!(&mapper.line(fake)[..], [Output::Evidence(_)]),
+        "the prompt is still unanswered"
+    );
+    let started = br#"{"id":"prompt-2","type":"response","command":"prompt","success":true,"data":{"disposition":"started"}}"#;
+    assert_eq!(mapper.line(started), vec![]);
+    assert_eq!(mapper.line(fake), vec![settled(None, false)]);
+    assert!(
+        matches!(&mapper.line(fake)[..], [Output::Evidence(_)]),
+        "a run settles once"
     );
 }
 
@@ -1050,9 +1098,22 @@ fn commands_serialize_as_pi_expects() {
 
 // ---- protocol details ----------------------------------------------------------------------
 
+/// Slate's prompt `p0`, answered `started`: the run that an `agent_settled` settles.
+fn open_run(mapper: &mut PiMapper) {
+    mapper.sent(
+        "p0",
+        Sent::Prompt {
+            text: String::new(),
+        },
+    );
+    let started = br#"{"id":"p0","type":"response","command":"prompt","success":true,"data":{"disposition":"started"}}"#;
+    assert_eq!(mapper.line(started), vec![]);
+}
+
 #[test]
 fn unknown_fields_and_types_are_ignored() {
     let mut mapper = PiMapper::new();
+    open_run(&mut mapper);
     for line in [
         r#"{"type":"future_event","id":5,"success":"yes","command":{},"error":[1],"message":"x"}"#,
         r#"{"type":"agent_settled","aborted":false,"extra":{"deep":[1,2,{"a":null}]}}"#,
@@ -1110,6 +1171,7 @@ fn message_text_is_the_exact_concatenation() {
 #[test]
 fn crlf_and_blank_lines() {
     let mut mapper = PiMapper::new();
+    open_run(&mut mapper);
     assert!(mapper.line(b"").is_empty());
     assert!(mapper.line(b"\n").is_empty());
     assert!(mapper.line(b"  \r\n").is_empty());
@@ -1124,6 +1186,7 @@ fn crlf_and_blank_lines() {
 #[test]
 fn a_retry_without_its_end_settles_with_unknown_exhaustion() {
     let mut mapper = PiMapper::new();
+    open_run(&mut mapper);
     mapper.line(
         br#"{"type":"auto_retry_start","attempt":1,"maxAttempts":2,"delayMs":300,"errorMessage":"500: boom"}"#,
     );
@@ -1136,6 +1199,7 @@ fn a_retry_without_its_end_settles_with_unknown_exhaustion() {
         }]
     );
     // The next run starts clean.
+    open_run(&mut mapper);
     assert_eq!(
         mapper.line(br#"{"type":"agent_settled","aborted":false}"#),
         vec![settled(None, false)]

@@ -22,6 +22,7 @@ use crate::policy::model::ModelContext;
 use crate::policy::{Problem, Problems};
 use crate::runtime::{RuntimeConfig, RuntimeHandle, RuntimeReport, WorkerBackend, spawn_watching};
 use crate::store::paths;
+use crate::worker::contain::Containment;
 use crate::worker::pi::version_cache::{self, VersionCache};
 use crate::worker::pi::{PiBackend, PiCommand};
 use crate::worker::sim::{ScriptBook, SimBackend};
@@ -189,7 +190,10 @@ impl Embedded {
                     .as_ref()
                     .is_some_and(PiSession::host_unsupported) =>
             {
-                Arc::new(PiBackend::new(PiCommand::from_env()))
+                Arc::new(
+                    PiBackend::new(PiCommand::from_env())
+                        .with_containment(Containment::this_slate_binary()),
+                )
             }
             Backend::Pi => {
                 let pi = PiCommand::from_env();
@@ -202,7 +206,10 @@ impl Embedded {
                     .map_err(|e| {
                         Error::Environment(format!("pi cannot run delegated work: {e}"))
                     })?;
-                Arc::new(PiBackend::with_version(pi, version))
+                Arc::new(
+                    PiBackend::with_version(pi, version)
+                        .with_containment(Containment::this_slate_binary()),
+                )
             }
         };
         let config = RuntimeConfig {

@@ -41,6 +41,13 @@ pub struct WorkerDirs {
     pub transcripts: PathBuf,
 }
 
+impl WorkerDirs {
+    /// `<transcripts>/session.jsonl`: the worker's session file (its transcript).
+    pub fn session_file(&self) -> PathBuf {
+        self.transcripts.join(crate::store::paths::SESSION_FILE)
+    }
+}
+
 /// What makes one worker process that generation's actor on the control socket: its secret
 /// capability (handed over on a pipe, [`WorkerIdentity::capability_pipe`]), the socket to
 /// present it on ([`WORKER_SOCKET_ENV`]), and where to report the process id (a process

@@ -29,6 +29,8 @@ pub const DELEGATION_DIR: &str = "delegation";
 pub const AGENT_DIR: &str = "agent";
 /// Per-task directory given to pi as `--session-dir`.
 pub const TRANSCRIPTS_DIR: &str = "transcripts";
+/// The worker's session file (its transcript) inside [`TRANSCRIPTS_DIR`].
+pub const SESSION_FILE: &str = "session.jsonl";
 /// Exact text of the last assistant message.
 pub const RESULT_TEXT: &str = "result.txt";
 /// The first accepted structured value.

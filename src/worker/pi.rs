@@ -2,6 +2,7 @@
 
 pub mod args;
 pub mod extension;
+pub mod lines;
 pub mod mapper;
 pub mod process;
 pub mod protocol;

@@ -90,7 +90,7 @@ impl WorkerBackend for SimBackend {
     ) -> mpsc::UnboundedSender<WorkerCommand> {
         let (tx, rx) = mpsc::unbounded_channel();
         let script = self.book.script_for(&start);
-        let path = dirs.transcripts.join("session.jsonl");
+        let path = dirs.session_file();
         let worker = SimWorker {
             child: start.child,
             events,

@@ -13,9 +13,18 @@ use crate::pi_env::{self, PiSandbox};
 use slate::core::{ChildRef, ChildSnapshot, ModelSelection, Party, Reply, Role, Status, TaskSpec};
 use slate::policy::scheduling::SchedulingPolicy;
 use slate::runtime::{RuntimeConfig, RuntimeEvent, RuntimeHandle, RuntimeReport, spawn};
+use slate::worker::contain::Containment;
 use slate::worker::pi::{PiBackend, PiCommand};
 
 pub const OUTCOME_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Workers under the built `slate` binary's containment process, as `slate run` starts them
+/// (the test binary itself cannot be one).
+pub fn contained() -> Containment {
+    Containment::Subreaper {
+        program: PathBuf::from(env!("CARGO_BIN_EXE_slate")),
+    }
+}
 
 /// A served runtime ([`Env::start_served`]).
 pub struct Served {
@@ -63,7 +72,10 @@ impl Env {
         &self,
         concurrency: u32,
     ) -> (RuntimeHandle, tokio::task::JoinHandle<RuntimeReport>) {
-        let served = self.start_served(concurrency, Arc::new(PiBackend::new(self.pi.clone())));
+        let served = self.start_served(
+            concurrency,
+            Arc::new(PiBackend::new(self.pi.clone()).with_containment(contained())),
+        );
         (served.rt, served.join)
     }
 

@@ -126,10 +126,11 @@ pub fn arguments(
     }
     args.push("--session-dir".into());
     args.push(dirs.transcripts.clone().into_os_string());
-    if start.resume_session {
-        // The task's transcripts directory holds only this generation's session.
-        args.push("--continue".into());
-    }
+    // Always this generation's one session file, which the backend created (0600) before pi
+    // starts (`worker::pi::process::private_session_file`): pi writes its header into an
+    // empty one, and a resumed generation (`resume_session`) reopens it.
+    args.push("--session".into());
+    args.push(dirs.session_file().into_os_string());
     args
 }
 
@@ -245,6 +246,25 @@ mod tests {
             args.get(tools + 1),
             Some(&"read,grep,find,ls,write,edit,bash")
         );
+    }
+
+    #[test]
+    fn every_generation_names_its_one_session_file() {
+        for resume in [false, true] {
+            let mut start = start(TaskSpec::new("a", Role::Scout, "/w"));
+            start.resume_session = resume;
+            let args = arguments(&start, &dirs(), Path::new("/e/index.ts"), &[]);
+            let args: Vec<&str> = args
+                .iter()
+                .map(|a| a.to_str().unwrap_or_default())
+                .collect();
+            let session = args.iter().position(|a| *a == "--session");
+            assert_eq!(
+                session.and_then(|i| args.get(i + 1)),
+                Some(&"/t/transcripts/session.jsonl")
+            );
+            assert!(!args.contains(&"--continue"), "{args:?}");
+        }
     }
 
     #[test]

@@ -16,13 +16,14 @@
 //! | `message_update` with a `text_delta` | `TextDelta(delta)` (an empty delta, and every other update — thinking, tool-call arguments, `text_start`/`text_end` — maps to nothing). The coordinator coalesces them into `progress` (see `core::worker_events`). |
 //! | `tool_execution_update` | `ToolOutput { name, text }`: the partial result's text so far (not a delta); nothing while it is empty |
 //! | `tool_execution_end` | `ToolEnd { name, is_error }` |
-//! | `agent_settled` | [`Output::Settled`]; never `agent_end`, which ends each retry attempt |
+//! | `agent_settled` | [`Output::Settled`] once pi has answered every prompt Slate sent (see **Order** below), else [`Output::Evidence`]; never `agent_end`, which ends each retry attempt |
 //! | `auto_retry_start` / `auto_retry_end` | `Retry(Some { attempt, maxAttempts, delayMs, rateLimited })` / `Retry(None)`; `rateLimited` when pi's `errorMessage` starts with the HTTP status `429` |
 //! | response to `steer` / `follow_up` | `MessageQueued` (`queued`), `MessageHandled` (`handled`), `MessageFailed` (failure) |
 //! | response to `abort` | [`Output::AbortAcknowledged`]; pi sends it *after* `agent_settled` |
 //! | response to `get_state` | [`Output::SessionFile`] when `sessionFile` is present |
 //! | response to `get_session_stats` | [`Output::SessionStats`] |
-//! | any other failed response | [`Output::ResponseError`] (a refused prompt, `parse`, unknown command) |
+//! | failed response to a prompt (or `handled`) | [`Output::PromptRefused`] |
+//! | any other failed response | [`Output::ResponseError`] (`parse`, unknown command, an id Slate never sent) |
 //! | anything else | nothing (`agent_start`, `turn_*`, other `message_update`s, `queue_update`, `entry_appended`, `compaction_*`, unknown types, …) |
 //!
 //! **Counting.** A pi worker's model requests and tool executions are counted (and refused
@@ -38,6 +39,15 @@
 //! no retry at all (a 400) the last assistant message is the failed one; after a recovered
 //! retry it is the successful one, so there is no error. If no assistant message was seen
 //! but a retry ended unsuccessfully, its `finalError` is used.
+//!
+//! **Order.** A worker's terminal state comes only from pi's answers to Slate's own commands,
+//! in their order: pi answers a `prompt` (`started`) before its run emits anything, so an
+//! `agent_settled` counts only once pi answered one of Slate's prompts (the assignment, a
+//! continuation) since the last settle; one run settles once. Anything earlier — a
+//! record a wrapper prints before pi starts, a leftover of an earlier run — is
+//! [`Output::Evidence`], never state. Likewise only the response to Slate's own prompt id can
+//! refuse the prompt ([`Output::PromptRefused`]); a failed response with an unknown id is a
+//! plain [`Output::ResponseError`].
 //!
 //! **Responses** are matched by `id` only, never by order or by `command`: a response whose
 //! id was not [`sent`](PiMapper::sent) (or has no id) is reported only if it failed.
@@ -138,7 +148,10 @@ pub enum Output {
     AbortAcknowledged,
     /// The `get_session_stats` response.
     SessionStats(SessionStats),
-    /// A failed response that is not a steer/follow-up receipt.
+    /// The response to one of Slate's prompts (matched by id) refused it, or pi handled it
+    /// without starting a run: no `agent_settled` will come for it.
+    PromptRefused { command: String, error: String },
+    /// A failed response that is not a steer/follow-up receipt or a prompt's answer.
     ResponseError { command: String, error: String },
     /// A line that is not a pi record, at most [`EVIDENCE_BYTES`] bytes, unsanitized.
     Evidence(String),
@@ -194,6 +207,8 @@ pub struct PiMapper {
     retry_failure: Option<String>,
     /// An `auto_retry_start` without its `auto_retry_end` yet.
     retry_open: bool,
+    /// pi accepted a prompt and that run has not settled yet (see **Order**).
+    run_open: bool,
 }
 
 impl PiMapper {
@@ -304,7 +319,14 @@ impl PiMapper {
                 });
                 vec![event(WorkerEvent::Retry(None))]
             }
+            Record::AgentSettled { .. } if !self.settle_allowed() => {
+                vec![Output::Evidence(
+                    "agent_settled before pi answered Slate's prompt: not a result, ignored"
+                        .to_owned(),
+                )]
+            }
             Record::AgentSettled { aborted } => {
+                self.run_open = false;
                 let retry_failure = self.retry_failure.take();
                 let error = match self.last_assistant.take() {
                     Some(LastAssistant::Error(message)) => Some(message),
@@ -327,6 +349,12 @@ impl PiMapper {
             | Record::QueueUpdate(_)
             | Record::Other(_) => Vec::new(),
         }
+    }
+
+    /// Whether an `agent_settled` now settles a run: pi answered one of Slate's prompts
+    /// since the last settle.
+    fn settle_allowed(&self) -> bool {
+        self.run_open
     }
 
     fn message_start(&mut self, message: Message) -> Vec<Output> {
@@ -429,7 +457,10 @@ impl PiMapper {
     fn prompt_response(&mut self, response: &Response<'_>) -> Vec<Output> {
         if !response.success {
             self.drop_echo(response);
-            return vec![response_error(response)];
+            return vec![Output::PromptRefused {
+                command: response.command.clone().into_owned(),
+                error: error_text(response),
+            }];
         }
         match response.data::<DispositionData>() {
             Ok(Some(DispositionData {
@@ -438,13 +469,16 @@ impl PiMapper {
                 // No run starts, so no `agent_settled` will come: for a Slate worker whose
                 // prompt is its assignment, that is a failure to start.
                 self.drop_echo(response);
-                vec![Output::ResponseError {
+                vec![Output::PromptRefused {
                     command: response.command.clone().into_owned(),
                     error: "pi handled the prompt without starting a run (disposition \"handled\")"
                         .to_owned(),
                 }]
             }
-            Ok(_) => Vec::new(),
+            Ok(_) => {
+                self.run_open = true;
+                Vec::new()
+            }
             Err(e) => vec![data_evidence(response, &e)],
         }
     }

@@ -9,13 +9,19 @@
 //! Only shutdown escalation (`WorkerCommand::Kill`) signals: SIGTERM to the worker's own
 //! process group, then SIGKILL after a grace period.
 //!
-//! Workers never outlive Slate: each runs in its own process group, is killed when its handle
-//! is dropped (`kill_on_drop`), and pi in RPC mode exits on its own as soon as its stdin closes
-//! (which the kernel does when Slate dies). Slate forbids `unsafe`, so no `prctl` parent-death
-//! signal is installed; stdin EOF is pi's documented and observed equivalent.
+//! Nothing outlives a worker: on Linux the `slate` binary runs each worker under its
+//! containment process (`worker::contain`), which ends everything below it when pi exits,
+//! when Slate dies or when it is told to stop; elsewhere each worker leads its own process
+//! group, is killed when its handle is dropped, and pi exits when its stdin closes (which the
+//! kernel does when Slate dies).
+//!
+//! pi's stdout is untrusted input: it is read in bounded lines (`worker::pi::lines`), and a
+//! worker's terminal state comes only from pi's answers to Slate's own commands in their
+//! order (`worker::pi::mapper`, "Order").
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
+use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::Arc;
@@ -25,7 +31,7 @@ use command_fds::{CommandFdExt as _, FdMapping};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use serde_json::json;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{OnceCell, mpsc};
 
@@ -34,8 +40,10 @@ use crate::policy::version::parse_pi_version_output;
 use crate::runtime::backend::{
     CAPABILITY_FD, EventSink, WorkerBackend, WorkerCommand, WorkerDirs, WorkerIdentity,
 };
+use crate::worker::contain::Containment;
 use crate::worker::pi::args::{arguments, is_slate_variable};
 use crate::worker::pi::extension::installed_extension;
+use crate::worker::pi::lines::{self, BoundedLines, LINE_MAX, Line};
 use crate::worker::pi::mapper::{Output, PiMapper, Sent};
 use crate::worker::pi::recovery::{CONTINUATION, RouteRecovery, Step};
 
@@ -43,6 +51,8 @@ use crate::worker::pi::recovery::{CONTINUATION, RouteRecovery, Step};
 const STDERR_KEEP: usize = 16 * 1024;
 /// How long the driver waits for `get_session_stats` after `agent_settled`.
 const STATS_WAIT: Duration = Duration::from_secs(2);
+/// Lines of stdout evidence kept per worker (the newest).
+const EVIDENCE_KEEP: usize = 4;
 /// Between SIGTERM and SIGKILL on shutdown escalation.
 const TERM_GRACE: Duration = Duration::from_secs(2);
 
@@ -83,8 +93,14 @@ impl PiCommand {
     }
 
     fn command(&self) -> Command {
-        let mut command = Command::new(&self.program);
-        command.args(&self.leading);
+        self.command_in(&Containment::ProcessGroup)
+    }
+
+    /// The pi command, run under `containment`.
+    fn command_in(&self, containment: &Containment) -> Command {
+        let (program, args) = containment.wrap(self.program.clone(), self.leading.clone());
+        let mut command = Command::new(program);
+        command.args(args);
         for (name, _) in std::env::vars_os() {
             if name.to_str().is_some_and(is_slate_variable) {
                 command.env_remove(&name);
@@ -101,6 +117,8 @@ pub struct PiBackend {
     version: Arc<OnceCell<Result<String, String>>>,
     /// The extension file workers load instead of the embedded one (tests of a broken one).
     extension: Option<Arc<Path>>,
+    /// What keeps a worker's processes from outliving it (`worker::contain`).
+    containment: Containment,
 }
 
 impl PiBackend {
@@ -109,6 +127,7 @@ impl PiBackend {
             pi,
             version: Arc::new(OnceCell::new()),
             extension: None,
+            containment: Containment::default(),
         }
     }
 
@@ -119,7 +138,16 @@ impl PiBackend {
             pi,
             version: Arc::new(OnceCell::new_with(Some(Ok(version)))),
             extension: None,
+            containment: Containment::default(),
         }
+    }
+
+    /// Workers run under `containment` (the default is their own process group only; the
+    /// `slate` binary gives [`Containment::this_slate_binary`], tests name the built `slate`).
+    #[must_use]
+    pub fn with_containment(mut self, containment: Containment) -> Self {
+        self.containment = containment;
+        self
     }
 
     /// Workers load the extension at `path` (absolute) instead of Slate's embedded one. For
@@ -159,6 +187,7 @@ impl WorkerBackend for PiBackend {
         let pi = self.pi.clone();
         let version = Arc::clone(&self.version);
         let extension = self.extension.clone();
+        let containment = self.containment.clone();
         tokio::spawn(async move {
             let child = start.child;
             let checked = version
@@ -175,16 +204,12 @@ impl WorkerBackend for PiBackend {
                 ));
                 return;
             }
-            run_worker(
-                &pi,
-                extension.as_deref(),
-                start,
-                &dirs,
-                &identity,
-                events,
-                rx,
-            )
-            .await;
+            let launch = Launch {
+                pi: &pi,
+                containment: &containment,
+                extension: extension.as_deref(),
+            };
+            run_worker(&launch, start, &dirs, &identity, events, rx).await;
         });
         tx
     }
@@ -200,12 +225,13 @@ impl WorkerBackend for PiBackend {
 /// command line, the environment, a file or a log.
 fn spawn_pi(
     pi: &PiCommand,
+    containment: &Containment,
     start: &WorkerStart,
     dirs: &WorkerDirs,
     identity: &WorkerIdentity,
     extension: &Path,
 ) -> std::io::Result<Child> {
-    let mut command = pi.command();
+    let mut command = pi.command_in(containment);
     command
         .fd_mappings(vec![FdMapping {
             parent_fd: identity.capability_pipe()?,
@@ -220,8 +246,41 @@ fn spawn_pi(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
-        .kill_on_drop(true);
+        // A contained worker is ended by its containment process, which a SIGKILL would
+        // leave no time for: dropping it sends SIGTERM to its group instead (`GroupGuard`).
+        .kill_on_drop(*containment == Containment::ProcessGroup);
     command.spawn()
+}
+
+/// The generation's session file, 0600 like every other file of the task (issue 14, item
+/// 11): pi creates its session file with the default mode (0644 under the usual umask), so
+/// the backend creates it first — empty, owner-only — and names it with `--session`. pi 1.6
+/// writes a fresh session header into an existing empty file (`SessionManager
+/// ._setSessionFile`, rewriting it in place, which keeps the mode) and appends to it from
+/// then on; a resumed generation finds it again. Only this file: a umask on pi would also
+/// make every file the worker's tools create in the user's repository private.
+fn private_session_file(dirs: &WorkerDirs) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(dirs.session_file())
+        .map(drop)
+}
+
+/// SIGTERM to a worker's process group if the driver is dropped before the worker was
+/// reaped (the runtime went away mid-run): a contained worker's containment process then
+/// ends everything below it.
+struct GroupGuard(Option<u32>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0.and_then(|p| i32::try_from(p).ok()) {
+            let _ = killpg(Pid::from_raw(pid), Signal::SIGTERM);
+        }
+    }
 }
 
 /// The prompt resolved; `error` is what `Settled` will carry.
@@ -229,6 +288,18 @@ struct Settling {
     error: Option<String>,
 }
 
+/// How a worker is started: pi, its containment, the extension file it loads.
+#[derive(Clone, Copy)]
+struct Launch<'a> {
+    pi: &'a PiCommand,
+    containment: &'a Containment,
+    extension: Option<&'a Path>,
+}
+
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "four independent facts of one worker's stop and settle state"
+)]
 struct Driver {
     child_ref: ChildRef,
     events: EventSink,
@@ -244,11 +315,55 @@ struct Driver {
     recovery: Option<RouteRecovery>,
     /// Slate asked for an abort: nothing recovers after that.
     aborting: bool,
+    /// The newest stdout lines that were not state (unparsable, out of order, over-long),
+    /// at most [`EVIDENCE_KEEP`], and how many there were in all.
+    evidence: VecDeque<String>,
+    evidence_seen: u64,
+    /// An over-long line lost a record: nothing more this worker writes is believed.
+    distrusted: bool,
 }
 
 impl Driver {
     fn emit(&self, event: WorkerEvent) {
         let _ = self.events.send((self.child_ref, event));
+    }
+
+    /// Keep one line of evidence (the newest few).
+    fn evidence(&mut self, text: String) {
+        self.evidence_seen += 1;
+        if self.evidence.len() == EVIDENCE_KEEP {
+            self.evidence.pop_front();
+        }
+        self.evidence.push_back(text);
+    }
+
+    /// A stdout line passed [`LINE_MAX`]. A run summary (`turn_end`, `agent_end`) costs
+    /// nothing and is only evidence; any other lost a record Slate needs (a response, the
+    /// settle, a message's final text), so whatever this worker reports from now on could
+    /// be wrong: it fails with that reason (unless it already settled) and is stopped.
+    fn too_long(&mut self, head: &[u8]) -> bool {
+        let text = format!(
+            "a stdout line passed the {} MiB cap and was discarded unread; it began: {}",
+            LINE_MAX / (1024 * 1024),
+            String::from_utf8_lossy(head)
+        );
+        if lines::summary(head) {
+            self.evidence(text);
+            return false;
+        }
+        self.evidence(text.clone());
+        self.distrusted = true;
+        self.settling = None;
+        if !self.settled {
+            self.settled = true;
+            self.ready(None);
+            self.emit(WorkerEvent::Settled {
+                error: Some(format!("pi's output cannot be trusted any more: {text}")),
+            });
+        }
+        self.stdin = None;
+        self.signal_group(Signal::SIGTERM);
+        true
     }
 
     fn ready(&mut self, transcript: Option<String>) {
@@ -327,7 +442,7 @@ impl Driver {
                 }
                 self.finish_settle();
             }
-            Output::ResponseError { command, error } if command == "prompt" && !self.settled => {
+            Output::PromptRefused { command, error } if command == "prompt" && !self.settled => {
                 // The prompt itself was refused: nothing will run.
                 self.ready(None);
                 self.settled = true;
@@ -335,7 +450,10 @@ impl Driver {
                     error: Some(format!("pi refused the prompt: {error}")),
                 });
             }
-            Output::ResponseError { .. } | Output::AbortAcknowledged | Output::Evidence(_) => {}
+            Output::Evidence(text) => self.evidence(text),
+            Output::PromptRefused { .. }
+            | Output::ResponseError { .. }
+            | Output::AbortAcknowledged => {}
         }
     }
 
@@ -391,14 +509,18 @@ impl Driver {
     reason = "one select loop over the worker's four inputs"
 )]
 async fn run_worker(
-    pi: &PiCommand,
-    extension: Option<&Path>,
+    launch: &Launch<'_>,
     start: WorkerStart,
     dirs: &WorkerDirs,
     identity: &WorkerIdentity,
     events: EventSink,
     mut commands: mpsc::UnboundedReceiver<WorkerCommand>,
 ) {
+    let Launch {
+        pi,
+        containment,
+        extension,
+    } = *launch;
     let child_ref = start.child;
     let spawned = identity
         .socket()
@@ -414,7 +536,16 @@ async fn run_worker(
             }
         })
         .and_then(|extension| {
-            spawn_pi(pi, &start, dirs, identity, &extension)
+            private_session_file(dirs).map_err(|e| {
+                format!(
+                    "cannot create the transcript {}: {e}",
+                    dirs.session_file().display()
+                )
+            })?;
+            Ok(extension)
+        })
+        .and_then(|extension| {
+            spawn_pi(pi, containment, &start, dirs, identity, &extension)
                 .map_err(|e| format!("cannot start pi ({:?}): {e}", pi.program))
         });
     let mut child = match spawned {
@@ -433,6 +564,7 @@ async fn run_worker(
     if let Some(pid) = child.id() {
         identity.report_pid(pid);
     }
+    let mut guard = GroupGuard(child.id());
     let (Some(stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
         let _ = child.start_kill();
         let _ = events.send((
@@ -469,6 +601,9 @@ async fn run_worker(
         pid: child.id(),
         recovery: RouteRecovery::new(start.spec.logical.as_ref(), start.spec.model.as_ref()),
         aborting: false,
+        evidence: VecDeque::new(),
+        evidence_seen: 0,
+        distrusted: false,
     };
     driver.send("state-", Sent::GetState, None).await;
     let mut prompts = start.prompts.iter();
@@ -497,8 +632,7 @@ async fn run_worker(
             .await;
     }
 
-    let mut lines = BufReader::new(stdout);
-    let mut line = Vec::new();
+    let mut lines = BoundedLines::new(stdout, LINE_MAX);
     let mut stdout_open = true;
     let mut commands_open = true;
     let mut stats_deadline: Option<tokio::time::Instant> = None;
@@ -508,12 +642,19 @@ async fn run_worker(
         let stats_wake = stats_deadline.unwrap_or_else(far);
         let kill_wake = kill_at.unwrap_or_else(far);
         tokio::select! {
-            read = lines.read_until(b'\n', &mut line) => {
+            read = lines.next_line() => {
                 match read {
-                    Ok(0) | Err(_) => stdout_open = false,
-                    Ok(_) => {
-                        let outputs = driver.mapper.line(&line);
-                        line.clear();
+                    Ok(None) | Err(_) => stdout_open = false,
+                    // Read to the end (so pi never blocks on a full pipe), believed no more.
+                    Ok(Some(_)) if driver.distrusted => {}
+                    Ok(Some(Line::TooLong { head })) => {
+                        if driver.too_long(&head) {
+                            stats_deadline = None;
+                            kill_at = Some(tokio::time::Instant::now() + TERM_GRACE);
+                        }
+                    }
+                    Ok(Some(Line::Record(line))) => {
+                        let outputs = driver.mapper.line(line);
                         for output in outputs {
                             let was_settling = driver.settling.is_some();
                             driver.on_output(output).await;
@@ -572,6 +713,7 @@ async fn run_worker(
             child.wait().await.ok()
         }
     };
+    guard.0 = None;
     let stderr = stderr_tail.await.unwrap_or_default();
     let mut reason = match status {
         Some(s) => match (s.code(), std::os::unix::process::ExitStatusExt::signal(&s)) {
@@ -581,18 +723,33 @@ async fn run_worker(
         },
         None => "exit status unknown".to_owned(),
     };
+    if let Some(last) = driver.evidence.back() {
+        let _ = write!(
+            reason,
+            " (stdout evidence, {} line(s), the newest: {})",
+            driver.evidence_seen,
+            head_chars(last, 400)
+        );
+    }
     let stderr = stderr.trim();
     if !stderr.is_empty() && !reason.ends_with(" 0") {
-        let tail: String = stderr
-            .chars()
-            .rev()
-            .take(400)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect();
         reason.push_str(": ");
-        reason.push_str(&tail);
+        reason.push_str(&tail_chars(stderr, 400));
     }
     driver.emit(WorkerEvent::Exited { reason });
+}
+
+/// The last `n` characters of `text`.
+fn tail_chars(text: &str, n: usize) -> String {
+    let skip = text.chars().count().saturating_sub(n);
+    text.chars().skip(skip).collect()
+}
+
+/// The first `n` characters of `text`, `…` when cut.
+fn head_chars(text: &str, n: usize) -> String {
+    let mut out: String = text.chars().take(n).collect();
+    if out.len() < text.len() {
+        out.push('…');
+    }
+    out
 }
