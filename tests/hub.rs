@@ -16,7 +16,8 @@ use slate::core::{
     ReceiptStatus, Reply, Status, Telemetry, Tokens, WaitResult, Window,
 };
 use slate::ui::hub::{
-    Action, Failure, Hub, HubOptions, HubView, Mode, Msg, NoticeKind, Pane, Prompt, UiEffect, step,
+    Action, Failure, Hub, HubOptions, HubView, Key, Mode, Msg, NoticeKind, Pane, Prompt, UiEffect,
+    step,
 };
 
 const NOW: u64 = 1_700_000_000_000;
@@ -197,12 +198,17 @@ fn receipt(n: u128, status: ReceiptStatus) -> Reply {
     }
 }
 
+/// A terminal key event as the input thread turns it into the Hub's own key.
+fn event(code: KeyCode, modifiers: KeyModifiers) -> Msg {
+    Msg::Key(Key::from_event(&KeyEvent::new(code, modifiers)).expect("a key the Hub uses"))
+}
+
 fn press(code: KeyCode) -> Msg {
-    Msg::Key(KeyEvent::new(code, KeyModifiers::NONE))
+    event(code, KeyModifiers::NONE)
 }
 
 fn ctrl(c: char) -> Msg {
-    Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL))
+    event(KeyCode::Char(c), KeyModifiers::CONTROL)
 }
 
 fn chars(text: &str) -> Vec<Msg> {
@@ -646,10 +652,7 @@ fn details_and_tools_open_at_the_top_without_following() {
     rig.key(KeyCode::Tab);
     assert_eq!(rig.hub.pane(), Pane::Tools);
     assert_eq!(rig.hub.scroll_of(Pane::Tools).offset, 0);
-    rig.send(vec![Msg::Key(KeyEvent::new(
-        KeyCode::BackTab,
-        KeyModifiers::SHIFT,
-    ))]);
+    rig.send(vec![event(KeyCode::BackTab, KeyModifiers::SHIFT)]);
     assert_eq!(rig.hub.pane(), Pane::Details);
 }
 
@@ -774,6 +777,72 @@ fn steer_is_pinned_to_a_running_target() {
         );
         assert!(rig.take_controls().is_empty());
     }
+}
+
+#[test]
+fn a_multi_line_paste_stays_in_the_steer_prompt_and_is_never_read_as_keys_8() {
+    let mut rig = Rig::new(120, 24);
+    let pasted = "line one\r\nx\ny\np\nq\n";
+    rig.key(KeyCode::Char('s'))
+        .send(vec![Msg::Paste(pasted.to_owned())]);
+    assert!(!rig.hub.should_quit(), "a pasted q is text");
+    assert!(rig.take_controls().is_empty(), "nothing sent by the paste");
+    assert_eq!(
+        rig.hub.mode(),
+        &Mode::Prompt(Prompt::Steer {
+            target: r(1, 1),
+            input: "line one\nx\ny\np\nq\n".to_owned()
+        })
+    );
+    let screen = rig.screen();
+    assert!(screen.contains("line one↵x↵y↵p↵q↵▏"), "{screen}");
+    // Enter sends the whole text as one steer.
+    rig.key(KeyCode::Enter);
+    assert_eq!(
+        rig.take_controls()
+            .into_iter()
+            .map(|(_, a)| a)
+            .collect::<Vec<_>>(),
+        vec![Action::Steer {
+            target: r(1, 1),
+            text: "line one\nx\ny\np\nq\n".to_owned()
+        }]
+    );
+    // Outside a prompt a paste does nothing but say so; in a stop prompt a pasted y confirms
+    // nothing.
+    rig.send(vec![Msg::Paste("xyq".to_owned())]);
+    assert_eq!(rig.hub.mode(), &Mode::Browse);
+    assert!(!rig.hub.should_quit());
+    assert!(rig.notice().contains("paste ignored"), "{}", rig.notice());
+    rig.key(KeyCode::Char('x')).send(vec![Msg::Paste("y".to_owned())]);
+    assert!(matches!(rig.hub.mode(), Mode::Prompt(Prompt::Stop { .. })));
+    assert!(rig.take_controls().is_empty());
+    rig.key(KeyCode::Esc);
+    // A filter takes a paste as one line.
+    rig.key(KeyCode::Char('/'))
+        .send(vec![Msg::Paste("edge\ncases".to_owned())]);
+    assert_eq!(rig.hub.filter_text(), "edge cases");
+    assert_eq!(rig.hub.roster().rows(), &[r(4, 1)]);
+}
+
+#[test]
+fn keys_the_hub_has_no_use_for_are_dropped_at_the_edge() {
+    use ratatui::crossterm::event::KeyEventKind;
+    let mut release = KeyEvent::new(KeyCode::Char('q'), KeyModifiers::NONE);
+    release.kind = KeyEventKind::Release;
+    assert_eq!(Key::from_event(&release), None);
+    assert_eq!(
+        Key::from_event(&KeyEvent::new(KeyCode::Char('x'), KeyModifiers::ALT)),
+        None
+    );
+    assert_eq!(
+        Key::from_event(&KeyEvent::new(KeyCode::F(1), KeyModifiers::NONE)),
+        None
+    );
+    assert_eq!(
+        Key::from_event(&KeyEvent::new(KeyCode::Char('Y'), KeyModifiers::SHIFT)),
+        Some(Key::Char('Y'))
+    );
 }
 
 #[test]

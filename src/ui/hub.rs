@@ -23,6 +23,7 @@ pub mod transcript;
 mod view;
 
 pub use event_loop::{Step, run_hub, step};
+pub use keys::Key;
 pub use state::{
     Action, Bulk, Failure, Hub, HubOptions, Mode, Msg, Notice, NoticeKind, Pane, Prompt,
     STALL_AFTER_MS, Scroll, UiEffect, WAIT_MS,

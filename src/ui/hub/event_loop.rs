@@ -14,6 +14,7 @@ use ratatui::crossterm::event::{self, Event};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::time::MissedTickBehavior;
 
+use super::keys::Key;
 use super::state::{Failure, Hub, HubOptions, Msg, UiEffect};
 use super::view::HubView;
 use crate::control::methods::{
@@ -126,7 +127,8 @@ async fn run_loop<B: Backend>(
     }
 }
 
-/// Keys and resizes from a blocking reader thread; it ends when `stop` is set or the loop
+/// Keys, pastes and resizes from a blocking reader thread (keys become the Hub's own
+/// [`Key`] here); it ends when `stop` is set or the loop
 /// is gone.
 fn spawn_input(
     tx: UnboundedSender<Msg>,
@@ -139,7 +141,11 @@ fn spawn_input(
                 match event::poll(Duration::from_millis(100)) {
                     Ok(true) => {
                         let msg = match event::read() {
-                            Ok(Event::Key(key)) => Msg::Key(key),
+                            Ok(Event::Key(key)) => match Key::from_event(&key) {
+                                Some(key) => Msg::Key(key),
+                                None => continue,
+                            },
+                            Ok(Event::Paste(text)) => Msg::Paste(text),
                             Ok(Event::Resize(w, h)) => Msg::Resize(w, h),
                             Ok(_) => continue,
                             Err(_) => break,

@@ -3,12 +3,12 @@
 
 use std::collections::BTreeSet;
 
-use ratatui::crossterm::event::{KeyEvent, KeyEventKind};
 use ratatui::layout::Rect;
 use serde_json::Value;
 
 use super::details;
 use super::format::wrap;
+use super::keys::Key;
 use super::layout::{Areas, Kind};
 use super::roster::{Filter, Roster, SortKey};
 use super::transcript::{Documents, Line, RowKind, documents, partial_assistant};
@@ -138,7 +138,10 @@ pub struct Failure {
 /// Everything that can happen to the Hub.
 #[derive(Clone, Debug)]
 pub enum Msg {
-    Key(KeyEvent),
+    /// A key, already in the Hub's vocabulary (releases and unused keys never get here).
+    Key(Key),
+    /// A bracketed paste: text for the open input, never keys.
+    Paste(String),
     Resize(u16, u16),
     /// The clock (epoch ms).
     Tick(Millis),
@@ -528,11 +531,14 @@ impl Hub {
         let mut effects = Vec::new();
         match msg {
             Msg::Key(key) => {
-                if key.kind != KeyEventKind::Release {
-                    self.prepare();
-                    self.key(key, &mut effects);
-                    self.dirty = true;
-                }
+                self.prepare();
+                self.key(key, &mut effects);
+                self.dirty = true;
+            }
+            Msg::Paste(text) => {
+                self.prepare();
+                self.paste(&text);
+                self.dirty = true;
             }
             Msg::Resize(w, h) => {
                 self.size = Rect::new(0, 0, w, h);

@@ -16,7 +16,7 @@ use super::roster::{Liveness, SortKey};
 use super::state::{Bulk, Hub, Mode, NoticeKind, Pane, Prompt, WAIT_MS};
 use super::transcript::RowKind;
 use crate::core::{ChildRef, Role};
-use crate::text::{fit, width};
+use crate::text::{SafeText, fit, width};
 use crate::ui::theme;
 
 /// One frame of the Hub.
@@ -205,7 +205,7 @@ fn header(hub: &Hub, areas: &Areas, buf: &mut Buffer) {
     }
     let _ = write!(text, " · {}", counts_text(hub));
     if !hub.filter_text().is_empty() {
-        let _ = write!(text, " · filter /{}", hub.filter_text());
+        let _ = write!(text, " · filter /{}", SafeText::line(hub.filter_text()));
     }
     if hub.sort() != SortKey::Tree {
         let _ = write!(text, " · sort {}", hub.sort().as_str());
@@ -392,7 +392,7 @@ fn footer(hub: &Hub, area: Rect, buf: &mut Buffer) {
     let w = usize::from(area.width);
     match hub.mode() {
         Mode::Filter { .. } => {
-            let text = format!("/{}▏", hub.filter_text());
+            let text = format!("/{}▏", SafeText::line(hub.filter_text()));
             put(
                 buf,
                 area.x,
@@ -403,7 +403,7 @@ fn footer(hub: &Hub, area: Rect, buf: &mut Buffer) {
             );
         }
         Mode::Command { input } => {
-            let text = format!(":{input}▏");
+            let text = format!(":{}▏", SafeText::line(input));
             put(
                 buf,
                 area.x,
@@ -434,7 +434,9 @@ fn footer(hub: &Hub, area: Rect, buf: &mut Buffer) {
             let x = area.x + put(buf, area.x, area.y, area.width, &head, style);
             if let Prompt::Steer { input, .. } | Prompt::Message { input, .. } = prompt {
                 let room = w.saturating_sub(width(&head));
-                let text = tail(&format!("{input}▏"), room);
+                // A pasted multi-line text stays one input; its line breaks show as ↵.
+                let shown = SafeText::line(&input.replace('\n', "↵"));
+                let text = tail(&format!("{shown}▏"), room);
                 put(
                     buf,
                     x,
