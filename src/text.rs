@@ -157,11 +157,11 @@ fn clean(raw: &str, keep_newlines: bool) -> String {
             None => {}
         }
         match c {
-            '\n' if keep_newlines => {
+            '\n' | '\u{2028}' | '\u{2029}' if keep_newlines => {
                 out.push('\n');
                 column = 0;
             }
-            '\n' | '\r' => {
+            '\n' | '\r' | '\u{2028}' | '\u{2029}' => {
                 if !out.ends_with(' ') && !out.is_empty() {
                     out.push(' ');
                     column += 1;
@@ -171,16 +171,6 @@ fn clean(raw: &str, keep_newlines: bool) -> String {
                 let spaces = TAB_WIDTH - column % TAB_WIDTH;
                 out.extend(std::iter::repeat_n(' ', spaces));
                 column += spaces;
-            }
-            '\u{2028}' | '\u{2029}' if keep_newlines => {
-                out.push('\n');
-                column = 0;
-            }
-            '\u{2028}' | '\u{2029}' => {
-                if !out.ends_with(' ') && !out.is_empty() {
-                    out.push(' ');
-                    column += 1;
-                }
             }
             c if c.is_control() || is_bidi_control(c) || is_unreliable_width(c) => {}
             c => {
@@ -526,8 +516,14 @@ mod tests {
     fn zero_width_characters_whose_terminal_width_varies_are_removed_9() {
         let cases = [
             ("a\u{200b}b\u{200d}c\u{feff}d", "abcd"),
-            ("\u{1f468}\u{200d}\u{1f469}\u{200d}\u{1f467}", "\u{1f468}\u{1f469}\u{1f467}"),
-            ("\u{263a}\u{fe0f} soft\u{ad}hyphen\u{2060}", "\u{263a} softhyphen"),
+            (
+                "\u{1f468}\u{200d}\u{1f469}\u{200d}\u{1f467}",
+                "\u{1f468}\u{1f469}\u{1f467}",
+            ),
+            (
+                "\u{263a}\u{fe0f} soft\u{ad}hyphen\u{2060}",
+                "\u{263a} softhyphen",
+            ),
             ("\u{1f44d}\u{1f3fd} tag\u{e0041}", "\u{1f44d} tag"),
             // A combining mark with no base is dropped; on a base it stays.
             ("\u{301}e\u{301}", "e\u{301}"),

@@ -16,8 +16,8 @@ use slate::core::{
     ReceiptStatus, Reply, Status, Telemetry, Tokens, WaitResult, Window,
 };
 use slate::ui::hub::{
-    Action, Failure, Hub, HubOptions, HubView, Key, Mode, Msg, NoticeKind, Pane, Prompt, UiEffect,
-    step,
+    Action, Failure, Hub, HubOptions, HubView, Key, Mode, Msg, NoticeKind, Pane, Prompt,
+    TranscriptPart, UiEffect, step,
 };
 
 const NOW: u64 = 1_700_000_000_000;
@@ -215,6 +215,13 @@ fn chars(text: &str) -> Vec<Msg> {
     text.chars().map(|c| press(KeyCode::Char(c))).collect()
 }
 
+/// Whether `effects` read `target`'s transcript (from the start or after a cursor).
+fn fetches(effects: &[UiEffect], target: ChildRef) -> bool {
+    effects
+        .iter()
+        .any(|e| matches!(e, UiEffect::FetchTranscript { target: t, .. } if *t == target))
+}
+
 struct Rig {
     hub: Hub,
     term: Terminal<TestBackend>,
@@ -268,14 +275,14 @@ impl Rig {
     fn answer_transcript(&mut self, messages: Vec<Value>) -> &mut Self {
         let target = self.hub.selected().expect("selection");
         assert!(
-            self.effects.contains(&UiEffect::FetchTranscript(target)),
+            fetches(&self.effects, target),
             "no fetch for {target}: {:?}",
             self.effects
         );
         self.effects.clear();
         self.send(vec![Msg::Transcript {
             target,
-            result: Ok(messages),
+            result: Ok(messages.into()),
         }])
     }
 
@@ -483,7 +490,7 @@ fn every_line_fits_its_area_at_every_width() {
                 let target = hub.selected().expect("selection");
                 hub.update(Msg::Transcript {
                     target,
-                    result: Ok(transcript()),
+                    result: Ok(transcript().into()),
                 });
                 let keys: Vec<Msg> = match setup {
                     0 => vec![],
@@ -533,7 +540,7 @@ fn arrows_move_the_selection_through_history_rows_and_refetch() {
         Some(r(2, 1)),
         "the nested child follows its parent"
     );
-    assert!(rig.effects.contains(&UiEffect::FetchTranscript(r(2, 1))));
+    assert!(fetches(&rig.effects, r(2, 1)));
     rig.key(KeyCode::Down);
     assert_eq!(
         rig.hub.selected(),
@@ -589,7 +596,7 @@ fn thread_opens_live_detaches_on_scroll_up_and_resumes_at_the_bottom() {
         .collect();
     rig.send(vec![Msg::Transcript {
         target,
-        result: Ok(more),
+        result: Ok(more.into()),
     }]);
     assert_eq!(rig.hub.scroll_of(Pane::Thread).offset, before);
     assert!(!rig.hub.is_live());
@@ -814,7 +821,8 @@ fn a_multi_line_paste_stays_in_the_steer_prompt_and_is_never_read_as_keys_8() {
     assert_eq!(rig.hub.mode(), &Mode::Browse);
     assert!(!rig.hub.should_quit());
     assert!(rig.notice().contains("paste ignored"), "{}", rig.notice());
-    rig.key(KeyCode::Char('x')).send(vec![Msg::Paste("y".to_owned())]);
+    rig.key(KeyCode::Char('x'))
+        .send(vec![Msg::Paste("y".to_owned())]);
     assert!(matches!(rig.hub.mode(), Mode::Prompt(Prompt::Stop { .. })));
     assert!(rig.take_controls().is_empty());
     rig.key(KeyCode::Esc);
@@ -1225,24 +1233,132 @@ fn a_changed_selected_generation_refetches_its_transcript_one_at_a_time() {
         child: Box::new(a.clone()),
         at: NOW + 1,
     }]);
-    assert!(rig.effects.contains(&UiEffect::FetchTranscript(r(1, 1))));
+    assert!(fetches(&rig.effects, r(1, 1)));
     rig.effects.clear();
     rig.send(vec![Msg::Registry {
         child: Box::new(a),
         at: NOW + 2,
     }]);
     assert!(
-        !rig.effects.contains(&UiEffect::FetchTranscript(r(1, 1))),
+        !fetches(&rig.effects, r(1, 1)),
         "one fetch in flight at a time"
     );
     rig.send(vec![Msg::Transcript {
         target: r(1, 1),
-        result: Ok(transcript()),
+        result: Ok(transcript().into()),
+    }]);
+    assert!(fetches(&rig.effects, r(1, 1)), "then refetched");
+}
+
+#[test]
+#[allow(clippy::too_many_lines)] // one scenario, step by step
+fn a_changed_transcript_is_read_after_its_cursor_and_appended_not_rebuilt_10() {
+    let mut rig = Rig::new(120, 24);
+    let target = r(1, 1);
+    assert!(rig.effects.contains(&UiEffect::FetchTranscript {
+        target,
+        after: None
+    }));
+    rig.effects.clear();
+    rig.send(vec![Msg::Transcript {
+        target,
+        result: Ok(TranscriptPart {
+            after: None,
+            messages: transcript(),
+            cursor: 900,
+            restarted: false,
+        }),
+    }]);
+    let a = fleet().0.remove(0);
+    rig.send(vec![Msg::Registry {
+        child: Box::new(a.clone()),
+        at: NOW + 1,
     }]);
     assert!(
-        rig.effects.contains(&UiEffect::FetchTranscript(r(1, 1))),
-        "then refetched"
+        rig.effects.contains(&UiEffect::FetchTranscript {
+            target,
+            after: Some(900)
+        }),
+        "only what was recorded after the cursor: {:?}",
+        rig.effects
     );
+    rig.effects.clear();
+    let new = json!({"role": "assistant", "content": [
+        {"type": "text", "text": "Appended: a fifth message."}
+    ], "stopReason": "stop"});
+    rig.send(vec![Msg::Transcript {
+        target,
+        result: Ok(TranscriptPart {
+            after: Some(900),
+            messages: vec![new.clone()],
+            cursor: 1000,
+            restarted: false,
+        }),
+    }]);
+    // The same screen as a Hub that read all five messages at once.
+    let mut all = transcript();
+    all.push(new.clone());
+    let mut fresh = Rig::new(120, 24);
+    fresh.answer_transcript(all.clone());
+    assert_eq!(rig.screen(), fresh.screen());
+    assert!(rig.screen().contains("Appended: a fifth message."));
+    // The next read continues from the new cursor; an empty answer changes nothing.
+    rig.send(vec![Msg::Registry {
+        child: Box::new(a.clone()),
+        at: NOW + 2,
+    }]);
+    assert!(
+        rig.effects.contains(&UiEffect::FetchTranscript {
+            target,
+            after: Some(1000)
+        }),
+        "only what was recorded after the cursor: {:?}",
+        rig.effects
+    );
+    rig.effects.clear();
+    rig.send(vec![Msg::Transcript {
+        target,
+        result: Ok(TranscriptPart {
+            after: Some(1000),
+            messages: Vec::new(),
+            cursor: 1000,
+            restarted: false,
+        }),
+    }]);
+    assert_eq!(rig.screen(), fresh.screen());
+    // A restarted read replaces everything.
+    rig.send(vec![Msg::Registry {
+        child: Box::new(a.clone()),
+        at: NOW + 3,
+    }]);
+    rig.effects.clear();
+    rig.send(vec![Msg::Transcript {
+        target,
+        result: Ok(TranscriptPart {
+            after: Some(1000),
+            messages: vec![new],
+            cursor: 100,
+            restarted: true,
+        }),
+    }]);
+    let screen = rig.screen();
+    assert!(screen.contains("Appended: a fifth message."), "{screen}");
+    assert!(!screen.contains("I'll read the store first."), "{screen}");
+    // An answer continuing a cursor the Hub no longer has is dropped and read again from
+    // the start.
+    rig.send(vec![Msg::Transcript {
+        target,
+        result: Ok(TranscriptPart {
+            after: Some(5),
+            messages: transcript(),
+            cursor: 6,
+            restarted: false,
+        }),
+    }]);
+    assert!(rig.effects.contains(&UiEffect::FetchTranscript {
+        target,
+        after: None
+    }));
 }
 
 // ----- live streaming ---------------------------------------------------------------------
@@ -1271,7 +1387,7 @@ fn a_streaming_assistant_message_ends_the_live_thread_until_the_final_one_replac
         2,
     )]);
     assert!(
-        !rig.effects.contains(&UiEffect::FetchTranscript(r(1, 1))),
+        !fetches(&rig.effects, r(1, 1)),
         "streamed text comes with the snapshot, not the transcript: {:?}",
         rig.effects
     );
@@ -1312,7 +1428,7 @@ fn streamed_text_is_cleaned_and_fits_every_width() {
         if rig
             .effects
             .iter()
-            .any(|e| matches!(e, UiEffect::FetchTranscript(_)))
+            .any(|e| matches!(e, UiEffect::FetchTranscript { .. }))
         {
             rig.answer_transcript(transcript());
         }

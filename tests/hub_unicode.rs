@@ -64,7 +64,8 @@ impl ModelTerminal {
     }
 
     fn blank(&mut self) {
-        self.grid = vec![vec![Some(" ".to_owned()); usize::from(self.width)]; usize::from(self.height)];
+        self.grid =
+            vec![vec![Some(" ".to_owned()); usize::from(self.width)]; usize::from(self.height)];
     }
 
     fn put(&mut self, x: usize, y: usize, symbol: &str) -> usize {
@@ -273,7 +274,7 @@ impl Rig {
         let target = self.hub.selected().unwrap();
         self.send(vec![Msg::Transcript {
             target,
-            result: Ok(messages(text)),
+            result: Ok(messages(text).into()),
         }]);
     }
 
@@ -341,13 +342,55 @@ fn zero_width_characters_leave_no_residue_after_selecting_a_clean_task_9() {
 
 /// Control, zero-width, combining, bidi and wide characters, and plain text around them.
 const CORPUS: &[&str] = &[
-    "a", "b", "word", " ", "  ", "\n", "\t", "\r", "\u{1b}[31m", "\u{1b}]0;t\u{7}", "\u{7}",
-    "\u{8}", "\u{7f}", "\u{9b}", "\u{85}", "\u{0}", "\u{200b}", "\u{200c}", "\u{200d}",
-    "\u{2060}", "\u{feff}", "\u{ad}", "\u{fe0f}", "\u{fe0e}", "\u{e0041}", "\u{180e}",
-    "\u{301}", "\u{308}", "\u{20e3}", "\u{34f}", "e\u{301}", "\u{202e}", "\u{202a}",
-    "\u{2066}", "\u{2069}", "\u{200e}", "\u{200f}", "\u{61c}", "日", "本語", "ｗｉｄｅ",
-    "\u{1f600}", "\u{1f468}\u{200d}\u{1f469}", "\u{1f44d}\u{1f3fd}", "\u{2764}\u{fe0f}",
-    "\u{1f1fa}\u{1f1f8}", "한국어", "\u{2028}", "…",
+    "a",
+    "b",
+    "word",
+    " ",
+    "  ",
+    "\n",
+    "\t",
+    "\r",
+    "\u{1b}[31m",
+    "\u{1b}]0;t\u{7}",
+    "\u{7}",
+    "\u{8}",
+    "\u{7f}",
+    "\u{9b}",
+    "\u{85}",
+    "\u{0}",
+    "\u{200b}",
+    "\u{200c}",
+    "\u{200d}",
+    "\u{2060}",
+    "\u{feff}",
+    "\u{ad}",
+    "\u{fe0f}",
+    "\u{fe0e}",
+    "\u{e0041}",
+    "\u{180e}",
+    "\u{301}",
+    "\u{308}",
+    "\u{20e3}",
+    "\u{34f}",
+    "e\u{301}",
+    "\u{202e}",
+    "\u{202a}",
+    "\u{2066}",
+    "\u{2069}",
+    "\u{200e}",
+    "\u{200f}",
+    "\u{61c}",
+    "日",
+    "本語",
+    "ｗｉｄｅ",
+    "\u{1f600}",
+    "\u{1f468}\u{200d}\u{1f469}",
+    "\u{1f44d}\u{1f3fd}",
+    "\u{2764}\u{fe0f}",
+    "\u{1f1fa}\u{1f1f8}",
+    "한국어",
+    "\u{2028}",
+    "…",
 ];
 
 fn corpus_text() -> impl Strategy<Value = String> {

@@ -319,7 +319,8 @@ fn a_pasted_multi_line_text_stays_in_the_steer_prompt_in_a_real_terminal_8() {
     });
     t.keys(&["s"]);
     t.wait_for("the steer prompt", |s| {
-        s.lines().any(|l| l.starts_with("steer ") && l.contains("@1 › "))
+        s.lines()
+            .any(|l| l.starts_with("steer ") && l.contains("@1 › "))
     });
     t.paste("line one\nx\ny\n");
     let screen = t.wait_for("the pasted text in the prompt", |s| {

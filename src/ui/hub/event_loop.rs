@@ -15,11 +15,11 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::time::MissedTickBehavior;
 
 use super::keys::Key;
-use super::state::{Failure, Hub, HubOptions, Msg, UiEffect};
+use super::state::{Failure, Hub, HubOptions, Msg, TranscriptPart, UiEffect};
 use super::view::HubView;
 use crate::control::methods::{
     Event as ControlEvent, Lagged, NoParams, Notification, StatusParams, StatusResult, Target,
-    TargetParams, method,
+    TranscriptParams, method,
 };
 use crate::control::{Client, ClientError, Subscription};
 use crate::core::{ChildSnapshot, Reply};
@@ -241,15 +241,21 @@ fn perform(effect: UiEffect, client: &Arc<Client>, tx: &UnboundedSender<Msg>) {
     let tx = tx.clone();
     tokio::spawn(async move {
         let msg = match effect {
-            UiEffect::FetchTranscript(target) => {
-                let params = TargetParams {
+            UiEffect::FetchTranscript { target, after } => {
+                let params = TranscriptParams {
                     target: Target(target),
+                    after,
                 };
                 let result = client
                     .request::<method::Transcript>(&params)
                     .await
                     .map_err(|e| e.to_string())
-                    .map(|t| t.messages);
+                    .map(|t| TranscriptPart {
+                        after,
+                        messages: t.messages,
+                        cursor: t.cursor,
+                        restarted: t.restarted,
+                    });
                 Msg::Transcript { target, result }
             }
             UiEffect::RefreshAgents => match client.request::<method::Agents>(&NoParams {}).await {

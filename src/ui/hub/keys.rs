@@ -63,7 +63,13 @@ impl Key {
 /// Pasted text for a one-line input (filter, command): controls go, line breaks become spaces.
 fn one_line(text: &str) -> String {
     text.chars()
-        .map(|c| if matches!(c, '\n' | '\r' | '\t') { ' ' } else { c })
+        .map(|c| {
+            if matches!(c, '\n' | '\r' | '\t') {
+                ' '
+            } else {
+                c
+            }
+        })
         .filter(|c| !c.is_control())
         .collect()
 }
@@ -89,8 +95,7 @@ impl Hub {
             Mode::Prompt(mut prompt) => {
                 // A stop or bulk confirmation takes no text: a pasted `y` confirms nothing.
                 if self.fits(&prompt)
-                    && let Prompt::Steer { input, .. } | Prompt::Message { input, .. } =
-                        &mut prompt
+                    && let Prompt::Steer { input, .. } | Prompt::Message { input, .. } = &mut prompt
                 {
                     input.push_str(&multi_line(text));
                 }
@@ -112,7 +117,7 @@ impl Hub {
                 );
                 Mode::Browse
             }
-            other => other,
+            other @ Mode::Browse => other,
         };
         self.prepare();
     }
@@ -141,16 +146,13 @@ impl Hub {
             self.notice = None;
         }
         match key {
-            Key::Esc | Key::Char('q') => self.quit = true,
-            Key::Ctrl('c') => self.quit = true,
+            Key::Esc | Key::Char('q') | Key::Ctrl('c') => self.quit = true,
             Key::Tab => self.cycle_pane(1),
             Key::BackTab => self.cycle_pane(2),
             Key::Up => self.move_selection(-1),
             Key::Down => self.move_selection(1),
-            Key::Ctrl('u') => self.scroll_by(-self.page()),
-            Key::Ctrl('d') => self.scroll_by(self.page()),
-            Key::PageUp => self.scroll_by(-self.page()),
-            Key::PageDown => self.scroll_by(self.page()),
+            Key::Ctrl('u') | Key::PageUp => self.scroll_by(-self.page()),
+            Key::Ctrl('d') | Key::PageDown => self.scroll_by(self.page()),
             Key::Char('k') => self.scroll_by(-1),
             Key::Char('j') => self.scroll_by(1),
             Key::Home => self.scroll_home(),
@@ -323,12 +325,7 @@ impl Hub {
         self.prepare();
     }
 
-    pub(super) fn command_key(
-        &mut self,
-        key: Key,
-        mut input: String,
-        effects: &mut Vec<UiEffect>,
-    ) {
+    pub(super) fn command_key(&mut self, key: Key, mut input: String, effects: &mut Vec<UiEffect>) {
         match key {
             Key::Esc => {}
             Key::Enter => self.run_command(input.trim(), effects),
@@ -434,12 +431,7 @@ impl Hub {
         usize::from(areas.footer.width) >= needed
     }
 
-    pub(super) fn prompt_key(
-        &mut self,
-        key: Key,
-        prompt: Prompt,
-        effects: &mut Vec<UiEffect>,
-    ) {
+    pub(super) fn prompt_key(&mut self, key: Key, prompt: Prompt, effects: &mut Vec<UiEffect>) {
         if key == Key::Esc {
             return;
         }

@@ -199,8 +199,15 @@ pub fn partial_assistant(text: &str) -> Vec<Line> {
 
 /// Builds the thread and tools documents from the messages of exactly one generation.
 pub fn documents(messages: &[Value]) -> Documents {
-    let mut thread = Vec::new();
-    let mut tools = Vec::new();
+    let mut docs = Documents::default();
+    append(&mut docs, messages);
+    docs
+}
+
+/// Adds the rows of messages recorded after those `docs` was built from (a message's rows
+/// depend on that message alone, so appending equals rebuilding).
+pub fn append(docs: &mut Documents, messages: &[Value]) {
+    let Documents { thread, tools } = docs;
     for message in messages {
         let role = str_of(message, "role");
         match role {
@@ -208,7 +215,7 @@ pub fn documents(messages: &[Value]) -> Documents {
                 thread.push(Line::new(RowKind::User, "▌ user"));
                 for block in blocks(message) {
                     match str_of(&block, "type") {
-                        "text" => push_text(&mut thread, RowKind::Body, str_of(&block, "text")),
+                        "text" => push_text(thread, RowKind::Body, str_of(&block, "text")),
                         "image" => thread.push(Line::new(RowKind::Marker, &image_marker(&block))),
                         _ => {}
                     }
@@ -218,10 +225,10 @@ pub fn documents(messages: &[Value]) -> Documents {
                 thread.push(Line::new(RowKind::Assistant, "▌ assistant"));
                 for block in blocks(message) {
                     match str_of(&block, "type") {
-                        "text" => push_text(&mut thread, RowKind::Body, str_of(&block, "text")),
+                        "text" => push_text(thread, RowKind::Body, str_of(&block, "text")),
                         // The thinking text is public; its signature is an opaque payload.
                         "thinking" => {
-                            push_text(&mut thread, RowKind::Dim, str_of(&block, "thinking"));
+                            push_text(thread, RowKind::Dim, str_of(&block, "thinking"));
                         }
                         "toolCall" => {
                             let name = str_of(&block, "name");
@@ -234,7 +241,7 @@ pub fn documents(messages: &[Value]) -> Documents {
                                 RowKind::Tool,
                                 &format!("● {name}  call {}", str_of(&block, "id")),
                             ));
-                            push_arguments(&mut tools, block.get("arguments"));
+                            push_arguments(tools, block.get("arguments"));
                         }
                         "image" => thread.push(Line::new(RowKind::Marker, &image_marker(&block))),
                         _ => {}
@@ -277,11 +284,10 @@ pub fn documents(messages: &[Value]) -> Documents {
                 thread.push(Line::new(RowKind::Dim, &format!("▌ {role}")));
                 for block in blocks(message) {
                     if str_of(&block, "type") == "text" {
-                        push_text(&mut thread, RowKind::Dim, str_of(&block, "text"));
+                        push_text(thread, RowKind::Dim, str_of(&block, "text"));
                     }
                 }
             }
         }
     }
-    Documents { thread, tools }
 }
