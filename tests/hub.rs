@@ -241,6 +241,7 @@ impl Rig {
                 HubOptions {
                     stall_after_ms: 60_000,
                     title: "test".to_owned(),
+                    utc: true,
                 },
                 NOW,
             ),
@@ -1359,6 +1360,179 @@ fn a_changed_transcript_is_read_after_its_cursor_and_appended_not_rebuilt_10() {
         target,
         after: None
     }));
+}
+
+// ----- readable at a glance (issue 14, item 12) ------------------------------------------------
+
+#[test]
+fn details_show_clock_times_and_relative_durations_never_raw_epochs_12() {
+    let mut rig = Rig::new(200, 40);
+    rig.answer_transcript(transcript()).key(KeyCode::Tab);
+    let screen = rig.screen();
+    assert!(
+        screen.contains(
+            "window      #1 · started 22:11:50 UTC, 1 m 30 s ago · deadline in 8 m 30 s (22:21:50 UTC)"
+        ),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("admitted    22:11:51 UTC, 1 m 29 s ago"),
+        "{screen}"
+    );
+    assert!(!screen.contains("1699999"), "no raw epoch: {screen}");
+    assert!(!screen.contains("1700000"), "no raw epoch: {screen}");
+}
+
+/// Every cell's foreground in `buf` that is plain ANSI blue.
+fn blue_cells(buf: &Buffer) -> Vec<String> {
+    use ratatui::style::Color;
+    buf.content()
+        .iter()
+        .filter(|c| matches!(c.fg, Color::Blue | Color::LightBlue) && c.symbol() != " ")
+        .map(|c| c.symbol().to_owned())
+        .collect()
+}
+
+#[test]
+fn tool_headings_calls_and_statuses_are_never_drawn_in_ansi_blue_12() {
+    let (mut snapshots, agents) = fleet();
+    snapshots[1].status = Status::Setup;
+    let mut rig = Rig::with(160, 45, snapshots, agents);
+    rig.answer_transcript(transcript());
+    for pane in 0..3 {
+        let buf = rig.term.backend().buffer().clone();
+        assert!(
+            blue_cells(&buf).is_empty(),
+            "pane {pane}: blue text {:?}",
+            blue_cells(&buf)
+        );
+        rig.key(KeyCode::Tab);
+    }
+    if slate::ui::theme::colour() {
+        // The tool lines are coloured, just not blue.
+        let buf = rig.term.backend().buffer().clone();
+        let text = buffer_text(&buf);
+        let y = text
+            .lines()
+            .position(|l| l.contains("→ read"))
+            .expect("a tool call line");
+        let x = text
+            .lines()
+            .nth(y)
+            .and_then(|l| l.split('│').next())
+            .map_or(0, |left| {
+                u16::try_from(unicode_width::UnicodeWidthStr::width(left) + 1).unwrap_or(0)
+            });
+        let fg = buf[(x, u16::try_from(y).unwrap_or(0))].fg;
+        assert_ne!(fg, ratatui::style::Color::Reset, "tool lines keep a colour");
+    }
+}
+
+#[test]
+fn the_wide_roster_gives_the_headline_the_room_it_needs_12() {
+    let (mut snapshots, agents) = fleet();
+    snapshots[0].assignment = "Map the config loader and every caller of it".to_owned();
+    snapshots[0].telemetry.requests = Some(123);
+    snapshots[0].telemetry.cost = Some(12.3456);
+    let mut rig = Rig::with(160, 45, snapshots, agents);
+    rig.answer_transcript(transcript());
+    let screen = rig.screen();
+    let row = screen
+        .lines()
+        .find(|l| l.contains("Map the config"))
+        .and_then(|l| l.split('│').next())
+        .expect("the row");
+    assert!(
+        row.contains("Map the config loader and every caller of it"),
+        "the whole headline: {row:?}"
+    );
+    // The stats that did not fit are in the details.
+    rig.key(KeyCode::Tab);
+    let screen = rig.screen();
+    assert!(screen.contains("requests 123"), "{screen}");
+    assert!(screen.contains("$12.3456"), "{screen}");
+    // A short headline keeps its stats beside it.
+    let screen = Rig::new(160, 45).screen();
+    let row = screen
+        .lines()
+        .find(|l| l.contains("Map the storage layer"))
+        .expect("the row");
+    assert!(row.contains("3 req") && row.contains("$0.012"), "{row:?}");
+}
+
+#[test]
+fn an_edit_call_is_shown_as_a_compact_diff_not_raw_json_12() {
+    let mut messages = transcript();
+    messages.push(json!({"role": "assistant", "content": [
+        {"type": "toolCall", "id": "call-2", "name": "edit", "arguments": {
+            "path": "src/cli.rs",
+            "edits": [{
+                "oldText": "struct Args {\n    pub retries: Option<u32>,\n}",
+                "newText": "struct Args {\n    pub retries: Option<u32>,\n    #[arg(long)]\n    pub retry_max: Option<u32>,\n}"
+            }]
+        }}
+    ], "stopReason": "toolUse"}));
+    let mut rig = Rig::new(140, 45);
+    rig.answer_transcript(messages);
+    let screen = rig.screen();
+    assert!(
+        screen.contains("→ edit src/cli.rs · 1 change · +2 −0"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("      pub retries: Option<u32>,"),
+        "context: {screen}"
+    );
+    assert!(screen.contains("+     #[arg(long)]"), "{screen}");
+    assert!(
+        screen.contains("+     pub retry_max: Option<u32>,"),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("oldText") && !screen.contains("\\n"),
+        "{screen}"
+    );
+    let buf = rig.term.backend().buffer().clone();
+    let text = buffer_text(&buf);
+    if slate::ui::theme::colour() {
+        let (y, line) = text
+            .lines()
+            .enumerate()
+            .find(|(_, l)| l.contains("+     #[arg(long)]"))
+            .expect("added line");
+        let x = line
+            .find('+')
+            .map_or(0, |b| unicode_width::UnicodeWidthStr::width(&line[..b]));
+        assert_eq!(
+            buf[(u16::try_from(x).unwrap_or(0), u16::try_from(y).unwrap_or(0))].fg,
+            ratatui::style::Color::Green
+        );
+    }
+    // The tools pane has the whole change with its path.
+    rig.key(KeyCode::Tab).key(KeyCode::Tab);
+    let screen = rig.screen();
+    assert!(screen.contains("● edit  call call-2"), "{screen}");
+    assert!(screen.contains("path: src/cli.rs"), "{screen}");
+    assert!(
+        screen.contains("+     pub retry_max: Option<u32>,"),
+        "{screen}"
+    );
+    // The older top-level pair reads the same way.
+    let old_style = vec![json!({"role": "assistant", "content": [
+        {"type": "toolCall", "id": "c", "name": "edit", "arguments": {
+            "path": "a.txt", "oldText": "one\ntwo", "newText": "one\nthree"}}
+    ]})];
+    let mut rig = Rig::new(140, 30);
+    rig.answer_transcript(old_style);
+    let screen = rig.screen();
+    assert!(
+        screen.contains("→ edit a.txt · 1 change · +1 −1"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("- two") && screen.contains("+ three"),
+        "{screen}"
+    );
 }
 
 // ----- live streaming ---------------------------------------------------------------------

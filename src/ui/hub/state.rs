@@ -32,6 +32,8 @@ pub struct HubOptions {
     pub stall_after_ms: Millis,
     /// Shown in the header (e.g. the parent id, or "demo").
     pub title: String,
+    /// Clock times in UTC instead of the terminal's zone (tests pin it).
+    pub utc: bool,
 }
 
 impl Default for HubOptions {
@@ -39,6 +41,7 @@ impl Default for HubOptions {
         Self {
             stall_after_ms: STALL_AFTER_MS,
             title: String::new(),
+            utc: false,
         }
     }
 }
@@ -809,6 +812,7 @@ impl Hub {
                     presence: self.roster.presence(r),
                     now: self.now,
                     stall_after_ms: self.options.stall_after_ms,
+                    utc: self.options.utc,
                 };
                 details::lines(e, &cx)
             })
