@@ -3,9 +3,12 @@
 //! * `hub/frame_200x60` — one steady-state frame (prepare + draw into a `TestBackend`) at
 //!   200×60 with 10,000 identities in the roster and a 100,000-line transcript in the thread
 //!   (LIVE, so the bottom is drawn). Target: ≤ 2 ms.
-//! * `hub/transcript_100k` — the one-off cost when that transcript arrives: building the
-//!   thread/tools documents and wrapping them to the pane width (off the draw path: it runs
-//!   in `update`, once per fetch).
+//! * `hub/transcript_100k` — the one-off cost when that transcript arrives whole (a new
+//!   selection or generation): building the thread/tools documents and wrapping them to the
+//!   pane width.
+//! * `hub/transcript_append_100k` — one change of the selected worker with that transcript
+//!   loaded: the `transcript` read after the cursor answers one new message, which is
+//!   appended to the documents and wrapped (the rest is not rebuilt). Target: ≤ 2 ms.
 //! * `hub/registry_change_10k` — one registry change applied and settled with 10,000
 //!   identities (the unfiltered tree keeps its order; the fleet counts are recomputed).
 //! * Idle draws are counted, not timed: N simulated seconds through the same `step` the
@@ -21,7 +24,7 @@ use uuid::Uuid;
 
 use slate::core::task::{Limits, Role};
 use slate::core::{ChildSnapshot, Status, Telemetry, Window};
-use slate::ui::hub::{Hub, HubOptions, HubView, Msg, step};
+use slate::ui::hub::{Hub, HubOptions, HubView, Msg, TranscriptPart, step};
 
 const NOW: u64 = 1_700_000_000_000;
 const IDENTITIES: u128 = 10_000;
@@ -139,7 +142,7 @@ fn bench(c: &mut Criterion) {
     let target = hub.selected().expect("a selection");
     hub.update(Msg::Transcript {
         target,
-        result: Ok(messages.clone()),
+        result: Ok(messages.clone().into()),
     });
     hub.prepare();
     let mut terminal = Terminal::new(TestBackend::new(200, 60)).expect("terminal");
@@ -159,12 +162,41 @@ fn bench(c: &mut Criterion) {
             |m| {
                 hub.update(Msg::Transcript {
                     target,
-                    result: Ok(m),
+                    result: Ok(m.into()),
                 });
                 hub.prepare();
             },
             BatchSize::LargeInput,
         );
+    });
+    // Back to the whole transcript, then one appended message per change.
+    hub.update(Msg::Transcript {
+        target,
+        result: Ok(TranscriptPart {
+            after: None,
+            messages: messages.clone(),
+            cursor: 0,
+            restarted: false,
+        }),
+    });
+    hub.prepare();
+    let mut cursor = 0u64;
+    c.bench_function("hub/transcript_append_100k", |b| {
+        b.iter(|| {
+            let message = json!({"role": "assistant", "content": [{"type": "text",
+                "text": format!("appended after byte {cursor}: the quick brown fox jumps over the lazy dog\nand a second line")}]});
+            hub.update(Msg::Transcript {
+                target,
+                result: Ok(TranscriptPart {
+                    after: Some(cursor),
+                    messages: vec![message],
+                    cursor: cursor + 1,
+                    restarted: false,
+                }),
+            });
+            cursor += 1;
+            hub.prepare();
+        });
     });
     c.bench_function("hub/registry_change_10k", |b| {
         let one = snapshot(7, Status::Running);

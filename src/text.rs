@@ -4,6 +4,15 @@
 //! Removed: escape sequences (CSI, OSC, DCS, SOS, PM, APC, and their 8-bit C1 forms), every
 //! other C0/C1 control and DEL, and bidirectional controls. Tabs become spaces. Newlines are
 //! kept only where the caller allows multi-line text.
+//!
+//! Also removed, because terminals disagree about their width (one draws a zero-width joiner
+//! as nothing, another joins it with the next character, a third draws a box) and every
+//! disagreement with the width the buffer assumed leaves stray fragments on screen: the
+//! Unicode default-ignorable code points (zero-width space/joiners, word joiner, byte order
+//! mark, soft hyphen, variation selectors, tags, fillers), emoji skin-tone modifiers, and a
+//! combining mark with nothing to combine with (a grapheme of width 0 on its own). Combining
+//! marks on a base character and wide characters are kept; [`width`] counts them the way the
+//! buffer does.
 
 use std::fmt;
 
@@ -47,6 +56,29 @@ const TAB_WIDTH: usize = 4;
 
 fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Characters whose drawn width differs between terminals: Unicode's default-ignorable code
+/// points (DerivedCoreProperties.txt) and the emoji skin-tone modifiers.
+pub fn is_unreliable_width(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
+        | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{206F}' | '\u{3164}' | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}'
+        | '\u{FFA0}' | '\u{FFF0}'..='\u{FFF8}' | '\u{1BCA0}'..='\u{1BCA3}'
+        | '\u{1D173}'..='\u{1D17A}' | '\u{1F3FB}'..='\u{1F3FF}' | '\u{E0000}'..='\u{E0FFF}')
+}
+
+/// Drops every grapheme the buffer would count as width 0 on its own (a combining mark at
+/// the start of a line, or after a newline): the terminal would put it on whatever cell
+/// came before.
+fn drop_zero_width_graphemes(text: String) -> String {
+    use unicode_segmentation::UnicodeSegmentation;
+    let lone = |g: &str| g != "\n" && unicode_width::UnicodeWidthStr::width(g) == 0;
+    if !text.graphemes(true).any(lone) {
+        return text;
+    }
+    text.graphemes(true).filter(|g| !lone(g)).collect()
 }
 
 /// Where an escape sequence ends. Returns how many chars (after the introducer) to skip.
@@ -125,11 +157,11 @@ fn clean(raw: &str, keep_newlines: bool) -> String {
             None => {}
         }
         match c {
-            '\n' if keep_newlines => {
+            '\n' | '\u{2028}' | '\u{2029}' if keep_newlines => {
                 out.push('\n');
                 column = 0;
             }
-            '\n' | '\r' => {
+            '\n' | '\r' | '\u{2028}' | '\u{2029}' => {
                 if !out.ends_with(' ') && !out.is_empty() {
                     out.push(' ');
                     column += 1;
@@ -140,22 +172,26 @@ fn clean(raw: &str, keep_newlines: bool) -> String {
                 out.extend(std::iter::repeat_n(' ', spaces));
                 column += spaces;
             }
-            c if c.is_control() || is_bidi_control(c) => {}
+            c if c.is_control() || is_bidi_control(c) || is_unreliable_width(c) => {}
             c => {
                 out.push(c);
                 column += 1;
             }
         }
     }
-    out
+    drop_zero_width_graphemes(out)
 }
 
-/// Display width in terminal columns (graphemes, East Asian wide characters count 2).
+/// Display width in terminal columns, as the ratatui buffer counts it: the sum of each
+/// grapheme's width (East Asian wide characters count 2, a combining mark on its base 0).
 pub fn width(text: &str) -> usize {
+    use unicode_segmentation::UnicodeSegmentation;
     if printable_ascii(text) {
         return text.len();
     }
-    unicode_width::UnicodeWidthStr::width(text)
+    text.graphemes(true)
+        .map(unicode_width::UnicodeWidthStr::width)
+        .sum()
 }
 
 /// Fit `text` into `max` columns, cutting at a grapheme boundary and marking the cut with `…`.
@@ -474,6 +510,30 @@ mod tests {
             "one two three"
         );
         assert_eq!(SafeText::lines("one\ntwo").as_str(), "one\ntwo");
+    }
+
+    #[test]
+    fn zero_width_characters_whose_terminal_width_varies_are_removed_9() {
+        let cases = [
+            ("a\u{200b}b\u{200d}c\u{feff}d", "abcd"),
+            (
+                "\u{1f468}\u{200d}\u{1f469}\u{200d}\u{1f467}",
+                "\u{1f468}\u{1f469}\u{1f467}",
+            ),
+            (
+                "\u{263a}\u{fe0f} soft\u{ad}hyphen\u{2060}",
+                "\u{263a} softhyphen",
+            ),
+            ("\u{1f44d}\u{1f3fd} tag\u{e0041}", "\u{1f44d} tag"),
+            // A combining mark with no base is dropped; on a base it stays.
+            ("\u{301}e\u{301}", "e\u{301}"),
+            ("line\u{2028}next", "line next"),
+        ];
+        for (raw, want) in cases {
+            assert_eq!(SafeText::line(raw).as_str(), want, "input {raw:?}");
+        }
+        assert_eq!(SafeText::lines("a\n\u{301}b").as_str(), "a\nb");
+        assert_eq!(width("e\u{301}\u{65e5}"), 3);
     }
 
     #[test]

@@ -16,7 +16,8 @@ use slate::core::{
     ReceiptStatus, Reply, Status, Telemetry, Tokens, WaitResult, Window,
 };
 use slate::ui::hub::{
-    Action, Failure, Hub, HubOptions, HubView, Mode, Msg, NoticeKind, Pane, Prompt, UiEffect, step,
+    Action, Failure, Hub, HubOptions, HubView, Key, Mode, Msg, NoticeKind, Pane, Prompt,
+    TranscriptPart, UiEffect, step,
 };
 
 const NOW: u64 = 1_700_000_000_000;
@@ -197,16 +198,28 @@ fn receipt(n: u128, status: ReceiptStatus) -> Reply {
     }
 }
 
+/// A terminal key event as the input thread turns it into the Hub's own key.
+fn event(code: KeyCode, modifiers: KeyModifiers) -> Msg {
+    Msg::Key(Key::from_event(&KeyEvent::new(code, modifiers)).expect("a key the Hub uses"))
+}
+
 fn press(code: KeyCode) -> Msg {
-    Msg::Key(KeyEvent::new(code, KeyModifiers::NONE))
+    event(code, KeyModifiers::NONE)
 }
 
 fn ctrl(c: char) -> Msg {
-    Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL))
+    event(KeyCode::Char(c), KeyModifiers::CONTROL)
 }
 
 fn chars(text: &str) -> Vec<Msg> {
     text.chars().map(|c| press(KeyCode::Char(c))).collect()
+}
+
+/// Whether `effects` read `target`'s transcript (from the start or after a cursor).
+fn fetches(effects: &[UiEffect], target: ChildRef) -> bool {
+    effects
+        .iter()
+        .any(|e| matches!(e, UiEffect::FetchTranscript { target: t, .. } if *t == target))
 }
 
 struct Rig {
@@ -228,6 +241,7 @@ impl Rig {
                 HubOptions {
                     stall_after_ms: 60_000,
                     title: "test".to_owned(),
+                    utc: true,
                 },
                 NOW,
             ),
@@ -262,14 +276,14 @@ impl Rig {
     fn answer_transcript(&mut self, messages: Vec<Value>) -> &mut Self {
         let target = self.hub.selected().expect("selection");
         assert!(
-            self.effects.contains(&UiEffect::FetchTranscript(target)),
+            fetches(&self.effects, target),
             "no fetch for {target}: {:?}",
             self.effects
         );
         self.effects.clear();
         self.send(vec![Msg::Transcript {
             target,
-            result: Ok(messages),
+            result: Ok(messages.into()),
         }])
     }
 
@@ -477,7 +491,7 @@ fn every_line_fits_its_area_at_every_width() {
                 let target = hub.selected().expect("selection");
                 hub.update(Msg::Transcript {
                     target,
-                    result: Ok(transcript()),
+                    result: Ok(transcript().into()),
                 });
                 let keys: Vec<Msg> = match setup {
                     0 => vec![],
@@ -527,7 +541,7 @@ fn arrows_move_the_selection_through_history_rows_and_refetch() {
         Some(r(2, 1)),
         "the nested child follows its parent"
     );
-    assert!(rig.effects.contains(&UiEffect::FetchTranscript(r(2, 1))));
+    assert!(fetches(&rig.effects, r(2, 1)));
     rig.key(KeyCode::Down);
     assert_eq!(
         rig.hub.selected(),
@@ -583,7 +597,7 @@ fn thread_opens_live_detaches_on_scroll_up_and_resumes_at_the_bottom() {
         .collect();
     rig.send(vec![Msg::Transcript {
         target,
-        result: Ok(more),
+        result: Ok(more.into()),
     }]);
     assert_eq!(rig.hub.scroll_of(Pane::Thread).offset, before);
     assert!(!rig.hub.is_live());
@@ -646,10 +660,7 @@ fn details_and_tools_open_at_the_top_without_following() {
     rig.key(KeyCode::Tab);
     assert_eq!(rig.hub.pane(), Pane::Tools);
     assert_eq!(rig.hub.scroll_of(Pane::Tools).offset, 0);
-    rig.send(vec![Msg::Key(KeyEvent::new(
-        KeyCode::BackTab,
-        KeyModifiers::SHIFT,
-    ))]);
+    rig.send(vec![event(KeyCode::BackTab, KeyModifiers::SHIFT)]);
     assert_eq!(rig.hub.pane(), Pane::Details);
 }
 
@@ -774,6 +785,73 @@ fn steer_is_pinned_to_a_running_target() {
         );
         assert!(rig.take_controls().is_empty());
     }
+}
+
+#[test]
+fn a_multi_line_paste_stays_in_the_steer_prompt_and_is_never_read_as_keys_8() {
+    let mut rig = Rig::new(120, 24);
+    let pasted = "line one\r\nx\ny\np\nq\n";
+    rig.key(KeyCode::Char('s'))
+        .send(vec![Msg::Paste(pasted.to_owned())]);
+    assert!(!rig.hub.should_quit(), "a pasted q is text");
+    assert!(rig.take_controls().is_empty(), "nothing sent by the paste");
+    assert_eq!(
+        rig.hub.mode(),
+        &Mode::Prompt(Prompt::Steer {
+            target: r(1, 1),
+            input: "line one\nx\ny\np\nq\n".to_owned()
+        })
+    );
+    let screen = rig.screen();
+    assert!(screen.contains("line one↵x↵y↵p↵q↵▏"), "{screen}");
+    // Enter sends the whole text as one steer.
+    rig.key(KeyCode::Enter);
+    assert_eq!(
+        rig.take_controls()
+            .into_iter()
+            .map(|(_, a)| a)
+            .collect::<Vec<_>>(),
+        vec![Action::Steer {
+            target: r(1, 1),
+            text: "line one\nx\ny\np\nq\n".to_owned()
+        }]
+    );
+    // Outside a prompt a paste does nothing but say so; in a stop prompt a pasted y confirms
+    // nothing.
+    rig.send(vec![Msg::Paste("xyq".to_owned())]);
+    assert_eq!(rig.hub.mode(), &Mode::Browse);
+    assert!(!rig.hub.should_quit());
+    assert!(rig.notice().contains("paste ignored"), "{}", rig.notice());
+    rig.key(KeyCode::Char('x'))
+        .send(vec![Msg::Paste("y".to_owned())]);
+    assert!(matches!(rig.hub.mode(), Mode::Prompt(Prompt::Stop { .. })));
+    assert!(rig.take_controls().is_empty());
+    rig.key(KeyCode::Esc);
+    // A filter takes a paste as one line.
+    rig.key(KeyCode::Char('/'))
+        .send(vec![Msg::Paste("edge\ncases".to_owned())]);
+    assert_eq!(rig.hub.filter_text(), "edge cases");
+    assert_eq!(rig.hub.roster().rows(), &[r(4, 1)]);
+}
+
+#[test]
+fn keys_the_hub_has_no_use_for_are_dropped_at_the_edge() {
+    use ratatui::crossterm::event::KeyEventKind;
+    let mut release = KeyEvent::new(KeyCode::Char('q'), KeyModifiers::NONE);
+    release.kind = KeyEventKind::Release;
+    assert_eq!(Key::from_event(&release), None);
+    assert_eq!(
+        Key::from_event(&KeyEvent::new(KeyCode::Char('x'), KeyModifiers::ALT)),
+        None
+    );
+    assert_eq!(
+        Key::from_event(&KeyEvent::new(KeyCode::F(1), KeyModifiers::NONE)),
+        None
+    );
+    assert_eq!(
+        Key::from_event(&KeyEvent::new(KeyCode::Char('Y'), KeyModifiers::SHIFT)),
+        Some(Key::Char('Y'))
+    );
 }
 
 #[test]
@@ -1156,23 +1234,304 @@ fn a_changed_selected_generation_refetches_its_transcript_one_at_a_time() {
         child: Box::new(a.clone()),
         at: NOW + 1,
     }]);
-    assert!(rig.effects.contains(&UiEffect::FetchTranscript(r(1, 1))));
+    assert!(fetches(&rig.effects, r(1, 1)));
     rig.effects.clear();
     rig.send(vec![Msg::Registry {
         child: Box::new(a),
         at: NOW + 2,
     }]);
     assert!(
-        !rig.effects.contains(&UiEffect::FetchTranscript(r(1, 1))),
+        !fetches(&rig.effects, r(1, 1)),
         "one fetch in flight at a time"
     );
     rig.send(vec![Msg::Transcript {
         target: r(1, 1),
-        result: Ok(transcript()),
+        result: Ok(transcript().into()),
+    }]);
+    assert!(fetches(&rig.effects, r(1, 1)), "then refetched");
+}
+
+#[test]
+#[allow(clippy::too_many_lines)] // one scenario, step by step
+fn a_changed_transcript_is_read_after_its_cursor_and_appended_not_rebuilt_10() {
+    let mut rig = Rig::new(120, 24);
+    let target = r(1, 1);
+    assert!(rig.effects.contains(&UiEffect::FetchTranscript {
+        target,
+        after: None
+    }));
+    rig.effects.clear();
+    rig.send(vec![Msg::Transcript {
+        target,
+        result: Ok(TranscriptPart {
+            after: None,
+            messages: transcript(),
+            cursor: 900,
+            restarted: false,
+        }),
+    }]);
+    let a = fleet().0.remove(0);
+    rig.send(vec![Msg::Registry {
+        child: Box::new(a.clone()),
+        at: NOW + 1,
     }]);
     assert!(
-        rig.effects.contains(&UiEffect::FetchTranscript(r(1, 1))),
-        "then refetched"
+        rig.effects.contains(&UiEffect::FetchTranscript {
+            target,
+            after: Some(900)
+        }),
+        "only what was recorded after the cursor: {:?}",
+        rig.effects
+    );
+    rig.effects.clear();
+    let new = json!({"role": "assistant", "content": [
+        {"type": "text", "text": "Appended: a fifth message."}
+    ], "stopReason": "stop"});
+    rig.send(vec![Msg::Transcript {
+        target,
+        result: Ok(TranscriptPart {
+            after: Some(900),
+            messages: vec![new.clone()],
+            cursor: 1000,
+            restarted: false,
+        }),
+    }]);
+    // The same screen as a Hub that read all five messages at once.
+    let mut all = transcript();
+    all.push(new.clone());
+    let mut fresh = Rig::new(120, 24);
+    fresh.answer_transcript(all.clone());
+    assert_eq!(rig.screen(), fresh.screen());
+    assert!(rig.screen().contains("Appended: a fifth message."));
+    // The next read continues from the new cursor; an empty answer changes nothing.
+    rig.send(vec![Msg::Registry {
+        child: Box::new(a.clone()),
+        at: NOW + 2,
+    }]);
+    assert!(
+        rig.effects.contains(&UiEffect::FetchTranscript {
+            target,
+            after: Some(1000)
+        }),
+        "only what was recorded after the cursor: {:?}",
+        rig.effects
+    );
+    rig.effects.clear();
+    rig.send(vec![Msg::Transcript {
+        target,
+        result: Ok(TranscriptPart {
+            after: Some(1000),
+            messages: Vec::new(),
+            cursor: 1000,
+            restarted: false,
+        }),
+    }]);
+    assert_eq!(rig.screen(), fresh.screen());
+    // A restarted read replaces everything.
+    rig.send(vec![Msg::Registry {
+        child: Box::new(a.clone()),
+        at: NOW + 3,
+    }]);
+    rig.effects.clear();
+    rig.send(vec![Msg::Transcript {
+        target,
+        result: Ok(TranscriptPart {
+            after: Some(1000),
+            messages: vec![new],
+            cursor: 100,
+            restarted: true,
+        }),
+    }]);
+    let screen = rig.screen();
+    assert!(screen.contains("Appended: a fifth message."), "{screen}");
+    assert!(!screen.contains("I'll read the store first."), "{screen}");
+    // An answer continuing a cursor the Hub no longer has is dropped and read again from
+    // the start.
+    rig.send(vec![Msg::Transcript {
+        target,
+        result: Ok(TranscriptPart {
+            after: Some(5),
+            messages: transcript(),
+            cursor: 6,
+            restarted: false,
+        }),
+    }]);
+    assert!(rig.effects.contains(&UiEffect::FetchTranscript {
+        target,
+        after: None
+    }));
+}
+
+// ----- readable at a glance (issue 14, item 12) ------------------------------------------------
+
+#[test]
+fn details_show_clock_times_and_relative_durations_never_raw_epochs_12() {
+    let mut rig = Rig::new(200, 40);
+    rig.answer_transcript(transcript()).key(KeyCode::Tab);
+    let screen = rig.screen();
+    assert!(
+        screen.contains(
+            "window      #1 · started 22:11:50 UTC, 1 m 30 s ago · deadline in 8 m 30 s (22:21:50 UTC)"
+        ),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("admitted    22:11:51 UTC, 1 m 29 s ago"),
+        "{screen}"
+    );
+    assert!(!screen.contains("1699999"), "no raw epoch: {screen}");
+    assert!(!screen.contains("1700000"), "no raw epoch: {screen}");
+}
+
+/// Every cell's foreground in `buf` that is plain ANSI blue.
+fn blue_cells(buf: &Buffer) -> Vec<String> {
+    use ratatui::style::Color;
+    buf.content()
+        .iter()
+        .filter(|c| matches!(c.fg, Color::Blue | Color::LightBlue) && c.symbol() != " ")
+        .map(|c| c.symbol().to_owned())
+        .collect()
+}
+
+#[test]
+fn tool_headings_calls_and_statuses_are_never_drawn_in_ansi_blue_12() {
+    let (mut snapshots, agents) = fleet();
+    snapshots[1].status = Status::Setup;
+    let mut rig = Rig::with(160, 45, snapshots, agents);
+    rig.answer_transcript(transcript());
+    for pane in 0..3 {
+        let buf = rig.term.backend().buffer().clone();
+        assert!(
+            blue_cells(&buf).is_empty(),
+            "pane {pane}: blue text {:?}",
+            blue_cells(&buf)
+        );
+        rig.key(KeyCode::Tab);
+    }
+    if slate::ui::theme::colour() {
+        // The tool lines are coloured, just not blue.
+        let buf = rig.term.backend().buffer().clone();
+        let text = buffer_text(&buf);
+        let y = text
+            .lines()
+            .position(|l| l.contains("→ read"))
+            .expect("a tool call line");
+        let x = text
+            .lines()
+            .nth(y)
+            .and_then(|l| l.split('│').next())
+            .map_or(0, |left| {
+                u16::try_from(unicode_width::UnicodeWidthStr::width(left) + 1).unwrap_or(0)
+            });
+        let fg = buf[(x, u16::try_from(y).unwrap_or(0))].fg;
+        assert_ne!(fg, ratatui::style::Color::Reset, "tool lines keep a colour");
+    }
+}
+
+#[test]
+fn the_wide_roster_gives_the_headline_the_room_it_needs_12() {
+    let (mut snapshots, agents) = fleet();
+    snapshots[0].assignment = "Map the config loader and every caller of it".to_owned();
+    snapshots[0].telemetry.requests = Some(123);
+    snapshots[0].telemetry.cost = Some(12.3456);
+    let mut rig = Rig::with(160, 45, snapshots, agents);
+    rig.answer_transcript(transcript());
+    let screen = rig.screen();
+    let row = screen
+        .lines()
+        .find(|l| l.contains("Map the config"))
+        .and_then(|l| l.split('│').next())
+        .expect("the row");
+    assert!(
+        row.contains("Map the config loader and every caller of it"),
+        "the whole headline: {row:?}"
+    );
+    // The stats that did not fit are in the details.
+    rig.key(KeyCode::Tab);
+    let screen = rig.screen();
+    assert!(screen.contains("requests 123"), "{screen}");
+    assert!(screen.contains("$12.3456"), "{screen}");
+    // A short headline keeps its stats beside it.
+    let screen = Rig::new(160, 45).screen();
+    let row = screen
+        .lines()
+        .find(|l| l.contains("Map the storage layer"))
+        .expect("the row");
+    assert!(row.contains("3 req") && row.contains("$0.012"), "{row:?}");
+}
+
+#[test]
+fn an_edit_call_is_shown_as_a_compact_diff_not_raw_json_12() {
+    let mut messages = transcript();
+    messages.push(json!({"role": "assistant", "content": [
+        {"type": "toolCall", "id": "call-2", "name": "edit", "arguments": {
+            "path": "src/cli.rs",
+            "edits": [{
+                "oldText": "struct Args {\n    pub retries: Option<u32>,\n}",
+                "newText": "struct Args {\n    pub retries: Option<u32>,\n    #[arg(long)]\n    pub retry_max: Option<u32>,\n}"
+            }]
+        }}
+    ], "stopReason": "toolUse"}));
+    let mut rig = Rig::new(140, 45);
+    rig.answer_transcript(messages);
+    let screen = rig.screen();
+    assert!(
+        screen.contains("→ edit src/cli.rs · 1 change · +2 −0"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("      pub retries: Option<u32>,"),
+        "context: {screen}"
+    );
+    assert!(screen.contains("+     #[arg(long)]"), "{screen}");
+    assert!(
+        screen.contains("+     pub retry_max: Option<u32>,"),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("oldText") && !screen.contains("\\n"),
+        "{screen}"
+    );
+    let buf = rig.term.backend().buffer().clone();
+    let text = buffer_text(&buf);
+    if slate::ui::theme::colour() {
+        let (y, line) = text
+            .lines()
+            .enumerate()
+            .find(|(_, l)| l.contains("+     #[arg(long)]"))
+            .expect("added line");
+        let x = line
+            .find('+')
+            .map_or(0, |b| unicode_width::UnicodeWidthStr::width(&line[..b]));
+        assert_eq!(
+            buf[(u16::try_from(x).unwrap_or(0), u16::try_from(y).unwrap_or(0))].fg,
+            ratatui::style::Color::Green
+        );
+    }
+    // The tools pane has the whole change with its path.
+    rig.key(KeyCode::Tab).key(KeyCode::Tab);
+    let screen = rig.screen();
+    assert!(screen.contains("● edit  call call-2"), "{screen}");
+    assert!(screen.contains("path: src/cli.rs"), "{screen}");
+    assert!(
+        screen.contains("+     pub retry_max: Option<u32>,"),
+        "{screen}"
+    );
+    // The older top-level pair reads the same way.
+    let old_style = vec![json!({"role": "assistant", "content": [
+        {"type": "toolCall", "id": "c", "name": "edit", "arguments": {
+            "path": "a.txt", "oldText": "one\ntwo", "newText": "one\nthree"}}
+    ]})];
+    let mut rig = Rig::new(140, 30);
+    rig.answer_transcript(old_style);
+    let screen = rig.screen();
+    assert!(
+        screen.contains("→ edit a.txt · 1 change · +1 −1"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("- two") && screen.contains("+ three"),
+        "{screen}"
     );
 }
 
@@ -1202,7 +1561,7 @@ fn a_streaming_assistant_message_ends_the_live_thread_until_the_final_one_replac
         2,
     )]);
     assert!(
-        !rig.effects.contains(&UiEffect::FetchTranscript(r(1, 1))),
+        !fetches(&rig.effects, r(1, 1)),
         "streamed text comes with the snapshot, not the transcript: {:?}",
         rig.effects
     );
@@ -1243,7 +1602,7 @@ fn streamed_text_is_cleaned_and_fits_every_width() {
         if rig
             .effects
             .iter()
-            .any(|e| matches!(e, UiEffect::FetchTranscript(_)))
+            .any(|e| matches!(e, UiEffect::FetchTranscript { .. }))
         {
             rig.answer_transcript(transcript());
         }

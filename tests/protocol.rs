@@ -21,7 +21,8 @@ use slate::control::methods::{
     NoParams, Notification, ParentToolEndParams, ParentToolEndResult, ParentToolStartParams,
     ParentToolStartResult, ProfilesResult, RenewParams, Request, ResumeParams, ShutdownResult,
     StatusParams, StatusResult, SteerParams, StopManyParams, SubmitParams, SubmitResult,
-    SubscribeResult, Target, TargetParams, TranscriptResult, WaitParams, method, protocol_schema,
+    SubscribeResult, Target, TargetParams, TranscriptParams, TranscriptResult, WaitParams, method,
+    protocol_schema,
 };
 use slate::control::protocol::codes;
 use slate::control::summary::SummaryRow;
@@ -737,7 +738,8 @@ fn request() -> impl Strategy<Value = Request> {
             assignment,
             result_schema: None,
         })),
-        target().prop_map(|target| Request::Transcript(TargetParams { target })),
+        (target(), proptest::option::of(any::<u64>()))
+            .prop_map(|(target, after)| Request::Transcript(TranscriptParams { target, after })),
         Just(Request::Profiles(NoParams {})),
         Just(Request::Policy(NoParams {})),
         Just(Request::Shutdown(NoParams {})),
@@ -862,6 +864,8 @@ proptest! {
         round_trip("/x-methods/transcript/result", &TranscriptResult {
             target,
             messages: vec![json!({"role": "user", "content": words})],
+            cursor: u64::from(protocol),
+            restarted: protocol % 2 == 1,
         })?;
         round_trip("/x-methods/subscribe/result", &SubscribeResult { subscribed: true })?;
         round_trip("/x-methods/shutdown/result", &ShutdownResult { shutting_down: true })?;

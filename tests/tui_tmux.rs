@@ -125,6 +125,30 @@ impl Tmux {
         assert!(out.status.success());
     }
 
+    /// Pastes `text` as the terminal would (`paste-buffer -p`: bracketed, when the
+    /// application turned bracketed paste on).
+    fn paste(&self, text: &str) {
+        use std::io::Write as _;
+        let mut load = self
+            .tmux()
+            .args(["load-buffer", "-b", "slate-paste", "-"])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        load.stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        assert!(load.wait().unwrap().success());
+        let out = self
+            .tmux()
+            .args(["paste-buffer", "-p", "-d", "-b", "slate-paste", "-t", "t"])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+    }
+
     /// Polls the screen until `ready` holds; on timeout fails with the last screen.
     fn wait_for(&self, what: &str, ready: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -269,6 +293,69 @@ fn the_demo_hub_filters_shows_tools_and_stops_with_confirmation_in_a_real_termin
         "the alternate screen is gone:\n{end}"
     );
     assert_eq!(sockets(&t.base), 0, "the socket is removed at exit");
+}
+
+/// Issue 14, item 8: a multi-line paste into the steer prompt stays in the prompt; its `x`
+/// and `y` lines never open and confirm a stop.
+#[test]
+fn a_pasted_multi_line_text_stays_in_the_steer_prompt_in_a_real_terminal_8() {
+    if !Tmux::available() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "tmux is required in CI (.ci/run installs it)"
+        );
+        eprintln!("SKIPPED: tmux is not installed; the real-terminal paste test did not run");
+        return;
+    }
+    let t = Tmux::start("paste", &format!("{SLATE} demo"));
+    t.wait_for("the roster with the running watcher", |s| {
+        roster_row(s, "Watch the build").is_some_and(|r| r.contains("running"))
+    });
+    t.keys(&["/"]);
+    t.type_text("Watch");
+    t.keys(&["Enter"]);
+    t.wait_for("the filtered roster", |s| {
+        s.contains("filter /Watch") && roster_row(s, "Map the config").is_none()
+    });
+    t.keys(&["s"]);
+    t.wait_for("the steer prompt", |s| {
+        s.lines()
+            .any(|l| l.starts_with("steer ") && l.contains("@1 › "))
+    });
+    t.paste("line one\nx\ny\n");
+    let screen = t.wait_for("the pasted text in the prompt", |s| {
+        s.lines()
+            .any(|l| l.starts_with("steer ") && l.contains("line one↵x↵y↵"))
+    });
+    assert!(
+        !screen.lines().any(|l| l.starts_with("stop ")),
+        "no stop prompt opened:\n{screen}"
+    );
+    // Esc leaves the prompt unsent; the watcher is still running.
+    t.keys(&["Escape"]);
+    let screen = t.wait_for("the roster after the prompt", |s| {
+        !s.lines().any(|l| l.starts_with("steer "))
+    });
+    assert!(
+        roster_row(&screen, "Watch the build").is_some_and(|r| r.contains("running")),
+        "{screen}"
+    );
+    let out = t.slate(&["--json", "status"]);
+    assert!(out.status.success());
+    let fleet: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let watcher = fleet["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| {
+            c["assignment"]
+                .as_str()
+                .is_some_and(|a| a.starts_with("Watch the build"))
+        })
+        .unwrap();
+    assert_eq!(watcher["status"], "running", "{watcher}");
+    t.keys(&["q"]);
+    t.wait_for("the shell after the Hub", |s| s.contains("SLATE-EXIT=0"));
 }
 
 /// Every SGR parameter list in `screen` (the text between `ESC [` and `m`).

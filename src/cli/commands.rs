@@ -11,7 +11,7 @@ use crate::cli::{Command, Error, ExitCode, Printer};
 use crate::control::Method;
 use crate::control::methods::{
     DelegateParams, DelegateResult, MessageParams, MessageRef, NoParams, RenewParams, ResumeParams,
-    SteerParams, Target, TargetParams, WaitParams, method,
+    SteerParams, Target, TargetParams, TranscriptParams, WaitParams, method,
 };
 use crate::core::{MessageMode, Reply, Status};
 use crate::text::SafeText;
@@ -94,7 +94,10 @@ pub fn run(printer: &Printer, command: Command) -> Result<ExitCode, Error> {
             block_on(simple::<method::Transcript>(
                 printer,
                 select.parent,
-                TargetParams { target: t },
+                TranscriptParams {
+                    target: t,
+                    after: None,
+                },
                 |v| {
                     // pi's message objects: their shape is pi's, read leniently.
                     v.messages

@@ -391,11 +391,22 @@ pub struct DelegateParams {
     pub background: Option<bool>,
 }
 
-/// `stop`, `park`, `transcript`: one exact generation.
+/// `stop`, `park`: one exact generation.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TargetParams {
     pub target: Target,
+}
+
+/// `transcript`: one exact generation's messages, from the start or after a cursor.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TranscriptParams {
+    pub target: Target,
+    /// The `cursor` of an earlier answer for the same target: only the messages recorded
+    /// after it are returned. Absent: every message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<u64>,
 }
 
 /// `stopMany`.
@@ -662,9 +673,17 @@ pub struct ParentToolEndResult {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TranscriptResult {
     pub target: Target,
-    /// pi's own message objects (`role`, `content`, …); their shape is pi's.
+    /// pi's own message objects (`role`, `content`, …); their shape is pi's. With `after`,
+    /// only those recorded after it (unless `restarted`).
     #[schemars(with = "Vec<serde_json::Map<String, Value>>")]
     pub messages: Vec<Value>,
+    /// Where this answer ends (an opaque position in the session file, after its last
+    /// complete entry): pass it as `after` to read only what is recorded later.
+    pub cursor: u64,
+    /// `after` no longer matched the session file (it was replaced or shortened), so
+    /// `messages` are every message from the start: the caller replaces what it had.
+    #[serde(default)]
+    pub restarted: bool,
 }
 
 /// `profiles`: as `slate profiles --json` (`{toolPolicy, profiles}`); its shape is the profile
@@ -794,7 +813,7 @@ methods! {
     Resume = "resume", ResumeParams => Reply;
     Followup = "followup", RenewParams => Reply;
     Revive = "revive", RenewParams => Reply;
-    Transcript = "transcript", TargetParams => TranscriptResult;
+    Transcript = "transcript", TranscriptParams => TranscriptResult;
     Profiles = "profiles", NoParams => ProfilesResult;
     Policy = "policy", NoParams => SchedulingPolicy;
     Shutdown = "shutdown", NoParams => ShutdownResult;

@@ -255,7 +255,7 @@ impl Service {
             }
             Request::Followup(p) => raw(&self.renew(Renew::Followup, p, actor).await?),
             Request::Revive(p) => raw(&self.renew(Renew::Revive, p, actor).await?),
-            Request::Transcript(p) => raw(&self.transcript(p.target.0).await?),
+            Request::Transcript(p) => raw(&self.transcript(p.target.0, p.after).await?),
             // What admission will use: the files as they are now, or their problems.
             Request::Profiles(_) => raw(&ProfilesResult(
                 serde_json::to_value(ProfilesView::new(Loaded::clone(&*self.policy.current()?)))
@@ -638,24 +638,35 @@ impl Service {
         }
     }
 
-    /// The read-only messages of exactly one generation, from its pi session file.
-    async fn transcript(&self, target: ChildRef) -> Result<TranscriptResult, ControlError> {
+    /// The read-only messages of exactly one generation, from its pi session file (all of
+    /// them, or those after a cursor).
+    async fn transcript(
+        &self,
+        target: ChildRef,
+        after: Option<u64>,
+    ) -> Result<TranscriptResult, ControlError> {
         let snapshot = self
             .rt
             .snapshot(target)
             .await?
             .ok_or(Refusal::UnknownIdentity(target))?;
-        let messages = match snapshot.transcript {
-            None => Vec::new(),
-            Some(path) => {
-                tokio::task::spawn_blocking(move || read_transcript(&PathBuf::from(path)))
-                    .await
-                    .map_err(|e| ControlError::internal(&e.to_string()))??
-            }
+        let read = match snapshot.transcript {
+            None => TranscriptRead {
+                messages: Vec::new(),
+                cursor: 0,
+                restarted: after.is_some_and(|a| a > 0),
+            },
+            Some(path) => tokio::task::spawn_blocking(move || {
+                read_transcript(&PathBuf::from(path), after.unwrap_or(0))
+            })
+            .await
+            .map_err(|e| ControlError::internal(&e.to_string()))??,
         };
         Ok(TranscriptResult {
             target: Target(target),
-            messages,
+            messages: read.messages,
+            cursor: read.cursor,
+            restarted: read.restarted,
         })
     }
 }
@@ -682,20 +693,60 @@ fn fleet_stats(c: &crate::core::Coordinator) -> FleetStats {
     }
 }
 
-/// pi session entries of type `message`, in order; provider payloads stay in the file.
-fn read_transcript(path: &std::path::Path) -> Result<Vec<Value>, ControlError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
+/// What one read of a session file found.
+#[derive(Debug, PartialEq)]
+struct TranscriptRead {
+    messages: Vec<Value>,
+    cursor: u64,
+    restarted: bool,
+}
+
+/// pi session entries of type `message`, in order, from byte `after` (0, or the end of a
+/// complete line an earlier read returned); provider payloads stay in the file. Only
+/// complete lines are read: a line pi is still writing is read next time. A cursor past the
+/// end, or not at a line's end, means the file was replaced: the read restarts at 0.
+fn read_transcript(path: &std::path::Path, after: u64) -> Result<TranscriptRead, ControlError> {
+    use std::io::{Read as _, Seek as _, SeekFrom};
+    let failed = |e: &std::io::Error| ControlError::internal(&format!("{}: {e}", path.display()));
+    let mut file = match std::fs::File::open(path) {
+        Ok(file) => file,
         // Created lazily by pi: absent before the first persisted message.
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(ControlError::internal(&format!("{}: {e}", path.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(TranscriptRead {
+                messages: Vec::new(),
+                cursor: 0,
+                restarted: after > 0,
+            });
+        }
+        Err(e) => return Err(failed(&e)),
     };
-    Ok(text
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+    let len = file.metadata().map_err(|e| failed(&e))?.len();
+    let mut start = after;
+    if after > 0 {
+        let mut last = [0u8; 1];
+        let at_line_end = after <= len
+            && file.seek(SeekFrom::Start(after - 1)).is_ok()
+            && file.read_exact(&mut last).is_ok()
+            && last[0] == b'\n';
+        if !at_line_end {
+            start = 0;
+        }
+    }
+    file.seek(SeekFrom::Start(start)).map_err(|e| failed(&e))?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(|e| failed(&e))?;
+    let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let messages = bytes[..complete]
+        .split(|&b| b == b'\n')
+        .filter_map(|line| serde_json::from_slice::<Value>(line).ok())
         .filter(|entry| entry.get("type").and_then(Value::as_str) == Some("message"))
-        .filter_map(|entry| entry.get("message").cloned())
-        .collect())
+        .filter_map(|mut entry| entry.get_mut("message").map(Value::take))
+        .collect();
+    Ok(TranscriptRead {
+        messages,
+        cursor: start + complete as u64,
+        restarted: start != after,
+    })
 }
 
 impl Handler for Service {
@@ -791,4 +842,53 @@ fn raw<T: Serialize>(value: &T) -> Result<Payload, ControlError> {
     crate::json::to_raw_value(value)
         .map(Payload::Raw)
         .map_err(|e| ControlError::internal(&e.to_string()))
+}
+
+#[cfg(test)]
+mod transcript_tests {
+    use super::read_transcript;
+
+    fn entry(n: u32) -> String {
+        format!("{{\"type\":\"message\",\"message\":{{\"role\":\"user\",\"content\":\"m{n}\"}}}}\n")
+    }
+
+    #[test]
+    fn a_cursor_reads_only_what_was_appended_and_a_replaced_file_restarts() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("s.jsonl");
+        let missing = read_transcript(&path, 0).expect("read");
+        assert!(missing.messages.is_empty() && missing.cursor == 0 && !missing.restarted);
+        std::fs::write(
+            &path,
+            format!(
+                "{{\"type\":\"session\"}}\n{}{}{{\"type\":\"mess",
+                entry(1),
+                entry(2)
+            ),
+        )
+        .expect("write");
+        let first = read_transcript(&path, 0).expect("read");
+        assert_eq!(first.messages.len(), 2, "the half-written line waits");
+        assert!(!first.restarted);
+        let mut text = std::fs::read_to_string(&path).expect("read");
+        text.truncate(usize::try_from(first.cursor).expect("small"));
+        text.push_str(&entry(3));
+        std::fs::write(&path, &text).expect("write");
+        let next = read_transcript(&path, first.cursor).expect("read");
+        assert_eq!(
+            next.messages,
+            vec![serde_json::json!({"role": "user", "content": "m3"})]
+        );
+        assert!(!next.restarted);
+        assert_eq!(next.cursor, text.len() as u64);
+        let idle = read_transcript(&path, next.cursor).expect("read");
+        assert!(idle.messages.is_empty() && idle.cursor == next.cursor);
+        // Replaced by a shorter file, or a cursor that is not at a line's end: from the start.
+        std::fs::write(&path, entry(9)).expect("write");
+        let again = read_transcript(&path, next.cursor).expect("read");
+        assert!(again.restarted);
+        assert_eq!(again.messages.len(), 1);
+        let odd = read_transcript(&path, 3).expect("read");
+        assert!(odd.restarted && odd.messages.len() == 1);
+    }
 }

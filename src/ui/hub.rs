@@ -23,8 +23,9 @@ pub mod transcript;
 mod view;
 
 pub use event_loop::{Step, run_hub, step};
+pub use keys::Key;
 pub use state::{
     Action, Bulk, Failure, Hub, HubOptions, Mode, Msg, Notice, NoticeKind, Pane, Prompt,
-    STALL_AFTER_MS, Scroll, UiEffect, WAIT_MS,
+    STALL_AFTER_MS, Scroll, TranscriptPart, UiEffect, WAIT_MS,
 };
 pub use view::HubView;

@@ -12,6 +12,7 @@ use ratatui::TerminalOptions;
 use ratatui::Viewport;
 use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::cursor;
+use ratatui::crossterm::event::{DisableBracketedPaste, EnableBracketedPaste};
 use ratatui::crossterm::execute;
 use ratatui::crossterm::terminal::{
     EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
@@ -20,14 +21,16 @@ use ratatui::crossterm::terminal::{
 /// The terminal the views draw on.
 pub type Term = Terminal<CrosstermBackend<Stdout>>;
 
-/// What the panic hook has to undo (0 = nothing, 1 = raw mode, 2 = raw + alternate screen).
+/// What the panic hook has to undo (0 = nothing, 1 = raw mode, 2 = raw + alternate screen
+/// + bracketed paste).
 static ACTIVE: AtomicU8 = AtomicU8::new(0);
 static HOOK: Once = Once::new();
 
 /// How the guard took the terminal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
-    /// The alternate screen (the Hub, the profiles overlay).
+    /// The alternate screen (the Hub, the profiles overlay), with bracketed paste on: a
+    /// paste arrives as one text event, never as keys.
     Fullscreen,
     /// An inline viewport of this many rows under the cursor (the fleet widget); lines
     /// inserted above it scroll away into the normal scrollback.
@@ -49,7 +52,12 @@ impl TerminalGuard {
         let mut stdout = io::stdout();
         let viewport = match mode {
             Mode::Fullscreen => {
-                if let Err(e) = execute!(stdout, EnterAlternateScreen, cursor::Hide) {
+                if let Err(e) = execute!(
+                    stdout,
+                    EnterAlternateScreen,
+                    cursor::Hide,
+                    EnableBracketedPaste
+                ) {
                     restore();
                     return Err(e);
                 }
@@ -97,7 +105,12 @@ pub fn restore() {
         }
         _ => {
             let _ = disable_raw_mode();
-            let _ = execute!(io::stdout(), LeaveAlternateScreen, cursor::Show);
+            let _ = execute!(
+                io::stdout(),
+                DisableBracketedPaste,
+                LeaveAlternateScreen,
+                cursor::Show
+            );
         }
     }
 }

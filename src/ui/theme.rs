@@ -1,5 +1,6 @@
 //! Colours and styles shared by the views. Status colours carry meaning; everything else
-//! stays in the terminal's own palette. With `NO_COLOR` set (to anything non-empty, see
+//! stays in the terminal's own palette. No text is drawn in ANSI blue, which most dark
+//! themes render nearly invisible; the colours used read on dark and light backgrounds. With `NO_COLOR` set (to anything non-empty, see
 //! no-color.org) no colour is used at all: only bold, dim and reverse remain.
 
 use std::sync::OnceLock;
@@ -49,9 +50,20 @@ pub fn warning() -> Style {
     fg_or(Color::Yellow, Style::default().add_modifier(Modifier::BOLD))
 }
 
-/// A tool call or result line.
+/// A tool call or result line. Not ANSI blue, which most dark themes draw nearly
+/// invisible; magenta reads on dark and light backgrounds alike.
 pub fn tool() -> Style {
-    fg_or(Color::Blue, Style::default())
+    fg_or(Color::Magenta, Style::default())
+}
+
+/// A line an `edit` adds.
+pub fn added() -> Style {
+    fg_or(Color::Green, Style::default())
+}
+
+/// A line an `edit` removes.
+pub fn removed() -> Style {
+    fg_or(Color::Red, Style::default())
 }
 
 /// A pane that follows new output.
@@ -67,11 +79,12 @@ pub fn error() -> Style {
 pub fn status(status: Status) -> Style {
     let fg = match status {
         Status::Queued => Color::DarkGray,
-        Status::Setup => Color::Blue,
+        // Not ANSI blue (unreadable on most dark themes).
+        Status::Setup => Color::Cyan,
         Status::Running => Color::Green,
         Status::Pausing | Status::Paused => Color::Yellow,
         Status::Draining => Color::Magenta,
-        Status::Settled => Color::Cyan,
+        Status::Settled => return Style::default(),
         Status::Failed => Color::Red,
         Status::Cancelled => Color::LightRed,
     };

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::format::{count, duration, elapsed};
+use super::format::{clock, count, duration, elapsed, moment, relative};
 use super::roster::{Entry, Liveness};
 use super::transcript::{Line, RowKind};
 use crate::core::{ChildSnapshot, Millis, Presence};
@@ -47,6 +47,7 @@ pub struct Context {
     pub presence: Option<Presence>,
     pub now: Millis,
     pub stall_after_ms: Millis,
+    pub utc: bool,
 }
 
 #[allow(clippy::too_many_lines)] // one field after another, in display order
@@ -131,12 +132,24 @@ pub fn lines(entry: &Entry, cx: &Context) -> Vec<Line> {
             }
         ),
     );
+    let mut admitted = moment(s.created_at, cx.now, cx.utc);
+    if let Some(end) = s.ended_at {
+        let _ = write!(admitted, " · ended {}", moment(end, cx.now, cx.utc));
+    }
+    field(&mut out, "admitted", &admitted);
     field(
         &mut out,
         "window",
         &format!(
-            "#{} · started {} · deadline at {}",
-            s.window.number, s.window.started_at, s.window.deadline_at
+            "#{} · started {} · deadline {} ({})",
+            s.window.number,
+            moment(s.window.started_at, cx.now, cx.utc),
+            if s.window.deadline_at >= cx.now {
+                relative(s.window.deadline_at, cx.now)
+            } else {
+                format!("passed {}", relative(s.window.deadline_at, cx.now))
+            },
+            clock(s.window.deadline_at, cx.now, cx.utc)
         ),
     );
     field(

@@ -14,11 +14,12 @@ use ratatui::crossterm::event::{self, Event};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::time::MissedTickBehavior;
 
-use super::state::{Failure, Hub, HubOptions, Msg, UiEffect};
+use super::keys::Key;
+use super::state::{Failure, Hub, HubOptions, Msg, TranscriptPart, UiEffect};
 use super::view::HubView;
 use crate::control::methods::{
     Event as ControlEvent, Lagged, NoParams, Notification, StatusParams, StatusResult, Target,
-    TargetParams, method,
+    TranscriptParams, method,
 };
 use crate::control::{Client, ClientError, Subscription};
 use crate::core::{ChildSnapshot, Reply};
@@ -127,7 +128,8 @@ async fn run_loop<B: Backend>(
     }
 }
 
-/// Keys and resizes from a blocking reader thread; it ends when `stop` is set or the loop
+/// Keys, pastes and resizes from a blocking reader thread (keys become the Hub's own
+/// [`Key`] here); it ends when `stop` is set or the loop
 /// is gone.
 fn spawn_input(
     tx: UnboundedSender<Msg>,
@@ -140,7 +142,11 @@ fn spawn_input(
                 match event::poll(Duration::from_millis(100)) {
                     Ok(true) => {
                         let msg = match event::read() {
-                            Ok(Event::Key(key)) => Msg::Key(key),
+                            Ok(Event::Key(key)) => match Key::from_event(&key) {
+                                Some(key) => Msg::Key(key),
+                                None => continue,
+                            },
+                            Ok(Event::Paste(text)) => Msg::Paste(text),
                             Ok(Event::Resize(w, h)) => Msg::Resize(w, h),
                             Ok(_) => continue,
                             Err(_) => break,
@@ -244,15 +250,21 @@ fn perform(effect: UiEffect, client: &Arc<Client>, tx: &UnboundedSender<Msg>) {
     let tx = tx.clone();
     tokio::spawn(async move {
         let msg = match effect {
-            UiEffect::FetchTranscript(target) => {
-                let params = TargetParams {
+            UiEffect::FetchTranscript { target, after } => {
+                let params = TranscriptParams {
                     target: Target(target),
+                    after,
                 };
                 let result = client
                     .request::<method::Transcript>(&params)
                     .await
                     .map_err(|e| e.to_string())
-                    .map(|t| t.messages);
+                    .map(|t| TranscriptPart {
+                        after,
+                        messages: t.messages,
+                        cursor: t.cursor,
+                        restarted: t.restarted,
+                    });
                 Msg::Transcript { target, result }
             }
             UiEffect::RefreshAgents => match client.request::<method::Agents>(&NoParams {}).await {

@@ -20,6 +20,68 @@ pub fn duration(ms: Millis) -> String {
 
 pub use crate::text::compact_count as count;
 
+/// A span for reading at a glance: `850 ms`, `12 s`, `29 m 48 s`, `2 h 05 m`, `3 d 4 h`.
+pub fn span(ms: Millis) -> String {
+    let s = ms / 1000;
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else if s < 60 {
+        format!("{s} s")
+    } else if s < 3600 {
+        format!("{} m {} s", s / 60, s % 60)
+    } else if s < 86_400 {
+        format!("{} h {:02} m", s / 3600, s % 3600 / 60)
+    } else {
+        format!("{} d {} h", s / 86_400, s % 86_400 / 3600)
+    }
+}
+
+/// `at` relative to `now`: `12 s ago`, `in 29 m 48 s`, `now`.
+pub fn relative(at: Millis, now: Millis) -> String {
+    if at.abs_diff(now) < 1000 {
+        "now".to_owned()
+    } else if at < now {
+        format!("{} ago", span(now - at))
+    } else {
+        format!("in {}", span(at - now))
+    }
+}
+
+/// The terminal's time zone (`TZ`, else `/etc/localtime`), read once. `jiff` reads and
+/// applies the system's tz database in safe code, which std cannot do and `time` refuses in
+/// a multi-threaded process; when the zone cannot be determined the clock is UTC and says so.
+fn zone() -> &'static (jiff::tz::TimeZone, &'static str) {
+    static ZONE: std::sync::OnceLock<(jiff::tz::TimeZone, &'static str)> =
+        std::sync::OnceLock::new();
+    ZONE.get_or_init(|| match jiff::tz::TimeZone::try_system() {
+        Ok(tz) => (tz, ""),
+        Err(_) => (jiff::tz::TimeZone::UTC, " UTC"),
+    })
+}
+
+/// A wall-clock time in the local zone (or UTC, saying so): `08:17:30`, with the date when
+/// it is not `now`'s day (`2026-11-30 08:17:30`).
+pub fn clock(at: Millis, now: Millis, utc: bool) -> String {
+    let utc_zone = (jiff::tz::TimeZone::UTC, " UTC");
+    let (tz, label) = if utc { &utc_zone } else { zone() };
+    let zoned = |ms: Millis| {
+        i64::try_from(ms)
+            .ok()
+            .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
+            .map(|t| t.to_zoned(tz.clone()))
+    };
+    match (zoned(at), zoned(now)) {
+        (Some(a), Some(n)) if a.date() == n.date() => format!("{}{label}", a.strftime("%H:%M:%S")),
+        (Some(a), _) => format!("{}{label}", a.strftime("%Y-%m-%d %H:%M:%S")),
+        (None, _) => format!("{at} ms after the epoch"),
+    }
+}
+
+/// `08:17:30, 12 s ago` (clock time and how long from now).
+pub fn moment(at: Millis, now: Millis, utc: bool) -> String {
+    format!("{}, {}", clock(at, now, utc), relative(at, now))
+}
+
 /// Elapsed: admission to disposal, or to `now` while the generation lasts.
 pub fn elapsed(s: &ChildSnapshot, now: Millis) -> Millis {
     s.ended_at.unwrap_or(now).saturating_sub(s.created_at)
@@ -104,6 +166,30 @@ mod tests {
                 "{columns}: {rows:?}"
             );
         }
+    }
+
+    #[test]
+    fn spans_and_moments_read_at_a_glance_12() {
+        use super::{clock, moment, relative, span};
+        assert_eq!(span(12_400), "12 s");
+        assert_eq!(span(1_788_000), "29 m 48 s");
+        assert_eq!(span(7_500_000), "2 h 05 m");
+        assert_eq!(relative(1_000, 13_000), "12 s ago");
+        assert_eq!(relative(1_801_000, 13_000), "in 29 m 48 s");
+        let now = 1_796_112_681_488;
+        let at = 1_796_112_669_488;
+        let m = moment(at, now, true);
+        assert_eq!(m, "08:11:09 UTC, 12 s ago");
+        let c = clock(at, now, false);
+        assert!(!c.contains("1796112669"), "{c}");
+        let hms = c.trim_end_matches(" UTC");
+        assert_eq!(hms.len(), 8, "{c}");
+        assert!(hms.chars().filter(|&ch| ch == ':').count() == 2, "{c}");
+        // Another day shows its date.
+        assert_eq!(
+            clock(at - 3 * 86_400_000, now, true),
+            "2026-11-28 08:11:09 UTC"
+        );
     }
 
     #[test]

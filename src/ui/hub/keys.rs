@@ -1,17 +1,130 @@
 //! Keys: the top layer (prompt, filter, command line) takes them first, then browsing.
 //! Each handler changes state and may return effects; nothing here does IO.
 
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use super::layout::Kind;
 use super::roster::SortKey;
 use super::state::{Action, Bulk, Hub, Mode, NoticeKind, Pane, Prompt, Scroll, UiEffect};
 use crate::text::width;
 
+/// The Hub's own key vocabulary. The terminal's events become these at the edge
+/// ([`Key::from_event`]); a paste never does (it arrives whole, as [`super::Msg::Paste`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Key {
+    /// A printable character (shifted or not).
+    Char(char),
+    /// A letter with Control held.
+    Ctrl(char),
+    Enter,
+    Esc,
+    Backspace,
+    Tab,
+    BackTab,
+    Up,
+    Down,
+    PageUp,
+    PageDown,
+    Home,
+    End,
+}
+
+impl Key {
+    /// The key a terminal event means to the Hub; `None` for releases and for keys the Hub
+    /// has no use for (function keys, Alt chords, …), which are dropped at the edge.
+    pub fn from_event(event: &KeyEvent) -> Option<Self> {
+        if event.kind == KeyEventKind::Release {
+            return None;
+        }
+        let m = event.modifiers;
+        if m.intersects(KeyModifiers::ALT | KeyModifiers::SUPER | KeyModifiers::META) {
+            return None;
+        }
+        Some(match event.code {
+            KeyCode::Char(c) if m.contains(KeyModifiers::CONTROL) => Self::Ctrl(c),
+            KeyCode::Char(c) if !c.is_control() => Self::Char(c),
+            KeyCode::Enter => Self::Enter,
+            KeyCode::Esc => Self::Esc,
+            KeyCode::Backspace => Self::Backspace,
+            KeyCode::Tab if m.contains(KeyModifiers::SHIFT) => Self::BackTab,
+            KeyCode::Tab => Self::Tab,
+            KeyCode::BackTab => Self::BackTab,
+            KeyCode::Up => Self::Up,
+            KeyCode::Down => Self::Down,
+            KeyCode::PageUp => Self::PageUp,
+            KeyCode::PageDown => Self::PageDown,
+            KeyCode::Home => Self::Home,
+            KeyCode::End => Self::End,
+            _ => return None,
+        })
+    }
+}
+
+/// Pasted text for a one-line input (filter, command): controls go, line breaks become spaces.
+fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if matches!(c, '\n' | '\r' | '\t') {
+                ' '
+            } else {
+                c
+            }
+        })
+        .filter(|c| !c.is_control())
+        .collect()
+}
+
+/// Pasted text for a message prompt: line breaks (`\r\n`, `\r`) stay as `\n`, tabs stay,
+/// other controls go.
+fn multi_line(text: &str) -> String {
+    text.replace("\r\n", "\n")
+        .replace('\r', "\n")
+        .chars()
+        .filter(|c| matches!(c, '\n' | '\t') || !c.is_control())
+        .collect()
+}
+
 impl Hub {
+    // ----- paste -----------------------------------------------------------------------
+
+    /// A bracketed paste: text for the open input, never keys. Outside an input nothing
+    /// happens except a notice saying so.
+    pub(super) fn paste(&mut self, text: &str) {
+        let mode = std::mem::take(&mut self.mode);
+        self.mode = match mode {
+            Mode::Prompt(mut prompt) => {
+                // A stop or bulk confirmation takes no text: a pasted `y` confirms nothing.
+                if self.fits(&prompt)
+                    && let Prompt::Steer { input, .. } | Prompt::Message { input, .. } = &mut prompt
+                {
+                    input.push_str(&multi_line(text));
+                }
+                Mode::Prompt(prompt)
+            }
+            Mode::Filter { previous } => {
+                self.filter.text.push_str(&one_line(text));
+                self.roster.mark_stale();
+                Mode::Filter { previous }
+            }
+            Mode::Command { mut input } => {
+                input.push_str(&one_line(text));
+                Mode::Command { input }
+            }
+            Mode::Browse if self.areas().kind != Kind::Tiny => {
+                self.set_notice(
+                    NoticeKind::Info,
+                    "paste ignored: a paste is text, never keys (open a prompt with s, m, / or : first)",
+                );
+                Mode::Browse
+            }
+            other @ Mode::Browse => other,
+        };
+        self.prepare();
+    }
+
     // ----- keys ------------------------------------------------------------------------
 
-    pub(super) fn key(&mut self, key: KeyEvent, effects: &mut Vec<UiEffect>) {
+    pub(super) fn key(&mut self, key: Key, effects: &mut Vec<UiEffect>) {
         let mode = std::mem::take(&mut self.mode);
         match mode {
             Mode::Browse => self.browse_key(key, effects),
@@ -21,52 +134,48 @@ impl Hub {
         }
     }
 
-    pub(super) fn browse_key(&mut self, key: KeyEvent, effects: &mut Vec<UiEffect>) {
-        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    pub(super) fn browse_key(&mut self, key: Key, effects: &mut Vec<UiEffect>) {
         if self.areas().kind == Kind::Tiny {
             // The placeholder offers nothing but closing (and resizing).
-            if matches!(key.code, KeyCode::Esc | KeyCode::Char('q')) {
+            if matches!(key, Key::Esc | Key::Char('q')) {
                 self.quit = true;
             }
             return;
         }
-        if !matches!(key.code, KeyCode::Char('f' | 'r')) {
+        if !matches!(key, Key::Char('f' | 'r')) {
             self.notice = None;
         }
-        match key.code {
-            KeyCode::Esc | KeyCode::Char('q') => self.quit = true,
-            KeyCode::Char('c') if ctrl => self.quit = true,
-            KeyCode::Tab => self.cycle_pane(1),
-            KeyCode::BackTab => self.cycle_pane(2),
-            KeyCode::Up => self.move_selection(-1),
-            KeyCode::Down => self.move_selection(1),
-            KeyCode::Char('u') if ctrl => self.scroll_by(-self.page()),
-            KeyCode::Char('d') if ctrl => self.scroll_by(self.page()),
-            KeyCode::PageUp => self.scroll_by(-self.page()),
-            KeyCode::PageDown => self.scroll_by(self.page()),
-            KeyCode::Char('k') => self.scroll_by(-1),
-            KeyCode::Char('j') => self.scroll_by(1),
-            KeyCode::Home => self.scroll_home(),
-            KeyCode::End => self.scroll_end(),
-            KeyCode::Char('/') => {
+        match key {
+            Key::Esc | Key::Char('q') | Key::Ctrl('c') => self.quit = true,
+            Key::Tab => self.cycle_pane(1),
+            Key::BackTab => self.cycle_pane(2),
+            Key::Up => self.move_selection(-1),
+            Key::Down => self.move_selection(1),
+            Key::Ctrl('u') | Key::PageUp => self.scroll_by(-self.page()),
+            Key::Ctrl('d') | Key::PageDown => self.scroll_by(self.page()),
+            Key::Char('k') => self.scroll_by(-1),
+            Key::Char('j') => self.scroll_by(1),
+            Key::Home => self.scroll_home(),
+            Key::End => self.scroll_end(),
+            Key::Char('/') => {
                 self.mode = Mode::Filter {
                     previous: self.filter.text.clone(),
                 };
             }
-            KeyCode::Char(':') => {
+            Key::Char(':') => {
                 self.mode = Mode::Command {
                     input: String::new(),
                 };
             }
-            KeyCode::Char(' ') => {
+            Key::Char(' ') => {
                 if let Some(r) = self.selected
                     && !self.marks.remove(&r)
                 {
                     self.marks.insert(r);
                 }
             }
-            KeyCode::Char('s') => self.open_steer(),
-            KeyCode::Char('m') => {
+            Key::Char('s') => self.open_steer(),
+            Key::Char('m') => {
                 if let Some(target) = self.selected {
                     self.mode = Mode::Prompt(Prompt::Message {
                         target,
@@ -74,13 +183,13 @@ impl Hub {
                     });
                 }
             }
-            KeyCode::Char('w') => {
+            Key::Char('w') => {
                 if let Some(target) = self.selected {
                     effects.push(self.dispatch(Action::Wait { target }));
                 }
             }
-            KeyCode::Char('x') => self.open_stop(),
-            KeyCode::Char('p') => {
+            Key::Char('x') => self.open_stop(),
+            Key::Char('p') => {
                 if let Some(target) = self.selected {
                     match self.park_refusal(target) {
                         None => effects.push(self.dispatch(Action::Park { target })),
@@ -90,7 +199,7 @@ impl Hub {
                     }
                 }
             }
-            KeyCode::Char(c @ ('f' | 'r')) => {
+            Key::Char(c @ ('f' | 'r')) => {
                 let what = if c == 'f' { "followup" } else { "revive" };
                 self.set_notice(
                     NoticeKind::Refusal,
@@ -194,19 +303,19 @@ impl Hub {
         };
     }
 
-    pub(super) fn filter_key(&mut self, key: KeyEvent, previous: String) {
-        match key.code {
-            KeyCode::Enter => {}
-            KeyCode::Esc => {
+    pub(super) fn filter_key(&mut self, key: Key, previous: String) {
+        match key {
+            Key::Enter => {}
+            Key::Esc => {
                 self.filter.text = previous;
                 self.roster.mark_stale();
             }
-            KeyCode::Backspace => {
+            Key::Backspace => {
                 self.filter.text.pop();
                 self.roster.mark_stale();
                 self.mode = Mode::Filter { previous };
             }
-            KeyCode::Char(c) if !c.is_control() => {
+            Key::Char(c) if !c.is_control() => {
                 self.filter.text.push(c);
                 self.roster.mark_stale();
                 self.mode = Mode::Filter { previous };
@@ -216,21 +325,16 @@ impl Hub {
         self.prepare();
     }
 
-    pub(super) fn command_key(
-        &mut self,
-        key: KeyEvent,
-        mut input: String,
-        effects: &mut Vec<UiEffect>,
-    ) {
-        match key.code {
-            KeyCode::Esc => {}
-            KeyCode::Enter => self.run_command(input.trim(), effects),
-            KeyCode::Backspace => {
+    pub(super) fn command_key(&mut self, key: Key, mut input: String, effects: &mut Vec<UiEffect>) {
+        match key {
+            Key::Esc => {}
+            Key::Enter => self.run_command(input.trim(), effects),
+            Key::Backspace => {
                 if input.pop().is_some() {
                     self.mode = Mode::Command { input };
                 }
             }
-            KeyCode::Char(c) if !c.is_control() => {
+            Key::Char(c) if !c.is_control() => {
                 input.push(c);
                 self.mode = Mode::Command { input };
             }
@@ -327,13 +431,8 @@ impl Hub {
         usize::from(areas.footer.width) >= needed
     }
 
-    pub(super) fn prompt_key(
-        &mut self,
-        key: KeyEvent,
-        prompt: Prompt,
-        effects: &mut Vec<UiEffect>,
-    ) {
-        if key.code == KeyCode::Esc {
+    pub(super) fn prompt_key(&mut self, key: Key, prompt: Prompt, effects: &mut Vec<UiEffect>) {
+        if key == Key::Esc {
             return;
         }
         if !self.fits(&prompt) {
@@ -342,8 +441,8 @@ impl Hub {
             return;
         }
         match prompt {
-            Prompt::Steer { target, mut input } => match key.code {
-                KeyCode::Enter if !input.trim().is_empty() => match self.steer_refusal(target) {
+            Prompt::Steer { target, mut input } => match key {
+                Key::Enter if !input.trim().is_empty() => match self.steer_refusal(target) {
                     None => effects.push(self.dispatch(Action::Steer {
                         target,
                         text: input,
@@ -357,8 +456,8 @@ impl Hub {
                     self.mode = Mode::Prompt(Prompt::Steer { target, input });
                 }
             },
-            Prompt::Message { target, mut input } => match key.code {
-                KeyCode::Enter if !input.trim().is_empty() => {
+            Prompt::Message { target, mut input } => match key {
+                Key::Enter if !input.trim().is_empty() => {
                     effects.push(self.dispatch(Action::Message {
                         target,
                         text: input,
@@ -369,8 +468,8 @@ impl Hub {
                     self.mode = Mode::Prompt(Prompt::Message { target, input });
                 }
             },
-            Prompt::Stop { target } => match key.code {
-                KeyCode::Char('y' | 'Y') => match self.stop_refusal(target) {
+            Prompt::Stop { target } => match key {
+                Key::Char('y' | 'Y') => match self.stop_refusal(target) {
                     // Checked now, against the latest snapshot: the target may have changed
                     // state while the prompt was open.
                     None => effects.push(self.dispatch(Action::Stop { target })),
@@ -378,24 +477,24 @@ impl Hub {
                         self.set_notice(NoticeKind::Refusal, &format!("refused: {why}"));
                     }
                 },
-                KeyCode::Char('n' | 'N') => {}
+                Key::Char('n' | 'N') => {}
                 _ => self.mode = Mode::Prompt(Prompt::Stop { target }),
             },
             Prompt::Bulk {
                 action,
                 targets,
                 offset,
-            } => match key.code {
-                KeyCode::Char('y' | 'Y') => self.confirm_bulk(&action, &targets, effects),
-                KeyCode::Char('n' | 'N') => {}
-                KeyCode::Char('j') | KeyCode::Down => {
+            } => match key {
+                Key::Char('y' | 'Y') => self.confirm_bulk(&action, &targets, effects),
+                Key::Char('n' | 'N') => {}
+                Key::Char('j') | Key::Down => {
                     self.mode = Mode::Prompt(Prompt::Bulk {
                         offset: (offset + 1).min(targets.len().saturating_sub(1)),
                         action,
                         targets,
                     });
                 }
-                KeyCode::Char('k') | KeyCode::Up => {
+                Key::Char('k') | Key::Up => {
                     self.mode = Mode::Prompt(Prompt::Bulk {
                         offset: offset.saturating_sub(1),
                         action,
@@ -415,12 +514,12 @@ impl Hub {
 }
 
 /// Single-line editing at the end of the input.
-fn edit(input: &mut String, code: KeyCode) {
+fn edit(input: &mut String, code: Key) {
     match code {
-        KeyCode::Backspace => {
+        Key::Backspace => {
             input.pop();
         }
-        KeyCode::Char(c) if !c.is_control() => input.push(c),
+        Key::Char(c) if !c.is_control() => input.push(c),
         _ => {}
     }
 }

@@ -3,15 +3,15 @@
 
 use std::collections::BTreeSet;
 
-use ratatui::crossterm::event::{KeyEvent, KeyEventKind};
 use ratatui::layout::Rect;
 use serde_json::Value;
 
 use super::details;
 use super::format::wrap;
+use super::keys::Key;
 use super::layout::{Areas, Kind};
 use super::roster::{Filter, Roster, SortKey};
-use super::transcript::{Documents, Line, RowKind, documents, partial_assistant};
+use super::transcript::{Documents, Line, RowKind, append, documents, partial_assistant};
 use crate::control::Method as _;
 use crate::control::methods::{
     MessageParams, Request, SteerParams, StopManyParams, Target, TargetParams, WaitParams, method,
@@ -33,6 +33,8 @@ pub struct HubOptions {
     pub stall_after_ms: Millis,
     /// Shown in the header (e.g. the parent id, or "demo").
     pub title: String,
+    /// Clock times in UTC instead of the terminal's zone (tests pin it).
+    pub utc: bool,
 }
 
 impl Default for HubOptions {
@@ -40,6 +42,7 @@ impl Default for HubOptions {
         Self {
             stall_after_ms: STALL_AFTER_MS,
             title: String::new(),
+            utc: false,
         }
     }
 }
@@ -136,10 +139,37 @@ pub struct Failure {
     pub message: String,
 }
 
+/// One `transcript` answer for the selection: every message, or those after a cursor.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TranscriptPart {
+    /// The cursor the read continued from; `None` for a read from the start.
+    pub after: Option<u64>,
+    pub messages: Vec<Value>,
+    /// Where the next read continues.
+    pub cursor: u64,
+    /// The coordinator read from the start because `after` no longer matched the file.
+    pub restarted: bool,
+}
+
+/// Every message of a generation (a read from the start that returned no cursor).
+impl From<Vec<Value>> for TranscriptPart {
+    fn from(messages: Vec<Value>) -> Self {
+        Self {
+            after: None,
+            messages,
+            cursor: 0,
+            restarted: false,
+        }
+    }
+}
+
 /// Everything that can happen to the Hub.
 #[derive(Clone, Debug)]
 pub enum Msg {
-    Key(KeyEvent),
+    /// A key, already in the Hub's vocabulary (releases and unused keys never get here).
+    Key(Key),
+    /// A bracketed paste: text for the open input, never keys.
+    Paste(String),
     Resize(u16, u16),
     /// The clock (epoch ms).
     Tick(Millis),
@@ -160,7 +190,7 @@ pub enum Msg {
     Lagged(u64),
     Transcript {
         target: ChildRef,
-        result: Result<Vec<Value>, String>,
+        result: Result<TranscriptPart, String>,
     },
     ControlDone {
         id: u64,
@@ -174,7 +204,12 @@ pub enum Msg {
 /// What the shell should do.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum UiEffect {
-    FetchTranscript(ChildRef),
+    /// Read the target's transcript: from the start (`after: None`), or only what was
+    /// recorded after the cursor of the last read.
+    FetchTranscript {
+        target: ChildRef,
+        after: Option<u64>,
+    },
     RefreshAgents,
     /// Re-read the whole registry (after `lagged`).
     Reload,
@@ -278,24 +313,46 @@ pub struct Scroll {
 #[derive(Debug, Default)]
 pub(super) struct Wrapped {
     width: usize,
+    /// Changes when the document was replaced (not only appended to).
+    epoch: u64,
     version: u64,
+    /// How many of the document's lines are wrapped into `rows`, and the rows they make
+    /// (the tail's rows follow).
+    lines_done: usize,
+    base_rows: usize,
     pub rows: Vec<(RowKind, String)>,
 }
 
 impl Wrapped {
-    /// `lines`, then `tail`, wrapped at `width` (rebuilt only when either changed).
-    fn refresh(&mut self, lines: &[Line], tail: &[Line], width: usize, version: u64) {
-        if self.width == width && self.version == version {
+    /// `lines`, then `tail`, wrapped at `width`. A new width or epoch rewraps everything; a
+    /// new version within one epoch means lines were appended (or the tail changed): only
+    /// the new lines and the tail are wrapped.
+    fn refresh(&mut self, lines: &[Line], tail: &[Line], width: usize, epoch: u64, version: u64) {
+        if self.width == width && self.epoch == epoch && self.version == version {
             return;
         }
+        if self.width != width || self.epoch != epoch || lines.len() < self.lines_done {
+            self.rows.clear();
+            self.lines_done = 0;
+            self.base_rows = 0;
+        }
         self.width = width;
+        self.epoch = epoch;
         self.version = version;
-        self.rows.clear();
+        self.rows.truncate(self.base_rows);
         let mut buf = Vec::new();
-        for line in lines.iter().chain(tail) {
+        let mut push = |rows: &mut Vec<(RowKind, String)>, line: &Line| {
             buf.clear();
             wrap(line.text.as_str(), width, &mut buf);
-            self.rows.extend(buf.drain(..).map(|t| (line.kind, t)));
+            rows.extend(buf.drain(..).map(|t| (line.kind, t)));
+        };
+        for line in &lines[self.lines_done..] {
+            push(&mut self.rows, line);
+        }
+        self.lines_done = lines.len();
+        self.base_rows = self.rows.len();
+        for line in tail {
+            push(&mut self.rows, line);
         }
     }
 }
@@ -308,8 +365,13 @@ pub(super) struct TranscriptState {
     /// The selection changed, or it changed in the registry, since the last fetch.
     stale: bool,
     loaded_for: Option<ChildRef>,
+    /// Where the next read of `loaded_for` continues.
+    cursor: Option<u64>,
     docs: Documents,
     error: Option<String>,
+    /// Bumped when the documents are replaced (selection, first read, a restarted read).
+    epoch: u64,
+    /// Bumped on every change (appends and the streamed tail too).
     version: u64,
     /// The selection's assistant message while it streams: its text and its rows, shown
     /// after the transcript's messages.
@@ -563,11 +625,14 @@ impl Hub {
         let mut effects = Vec::new();
         match msg {
             Msg::Key(key) => {
-                if key.kind != KeyEventKind::Release {
-                    self.prepare();
-                    self.key(key, &mut effects);
-                    self.dirty = true;
-                }
+                self.prepare();
+                self.key(key, &mut effects);
+                self.dirty = true;
+            }
+            Msg::Paste(text) => {
+                self.prepare();
+                self.paste(&text);
+                self.dirty = true;
             }
             Msg::Resize(w, h) => {
                 self.size = Rect::new(0, 0, w, h);
@@ -621,29 +686,7 @@ impl Hub {
                 );
                 effects.push(UiEffect::Reload);
             }
-            Msg::Transcript { target, result } => {
-                if self.transcript.in_flight == Some(target) {
-                    self.transcript.in_flight = None;
-                }
-                if Some(target) == self.selected {
-                    if std::mem::take(&mut self.transcript.partial_replaced) {
-                        self.transcript.partial = None;
-                    }
-                    match result {
-                        Ok(messages) => {
-                            self.transcript.docs = documents(&messages);
-                            self.transcript.error = None;
-                        }
-                        Err(e) => {
-                            self.transcript.docs = Documents::default();
-                            self.transcript.error = Some(SafeText::line(&e).into_string());
-                        }
-                    }
-                    self.transcript.loaded_for = Some(target);
-                    self.transcript.version += 1;
-                    self.dirty = true;
-                }
-            }
+            Msg::Transcript { target, result } => self.transcript_read(target, result),
             Msg::ControlDone { id, result } => {
                 self.control_done(id, result, &mut effects);
                 self.dirty = true;
@@ -659,6 +702,57 @@ impl Hub {
             }
         }
         effects
+    }
+
+    /// A `transcript` answer: the selection's documents are replaced by a read from the
+    /// start and appended to by a read after their cursor; an answer for another selection
+    /// or cursor is dropped (and read again).
+    fn transcript_read(&mut self, target: ChildRef, result: Result<TranscriptPart, String>) {
+        if self.transcript.in_flight == Some(target) {
+            self.transcript.in_flight = None;
+        }
+        if Some(target) != self.selected {
+            return;
+        }
+        let t = &mut self.transcript;
+        if std::mem::take(&mut t.partial_replaced) {
+            t.partial = None;
+            t.version += 1;
+        }
+        match result {
+            Ok(part) if part.after.is_none() || part.restarted => {
+                t.docs = documents(&part.messages);
+                t.error = None;
+                t.cursor = Some(part.cursor);
+                t.loaded_for = Some(target);
+                t.epoch += 1;
+                t.version += 1;
+            }
+            Ok(part) if t.loaded_for == Some(target) && part.after == t.cursor => {
+                if !part.messages.is_empty() {
+                    append(&mut t.docs, &part.messages);
+                    t.version += 1;
+                }
+                t.cursor = Some(part.cursor);
+            }
+            Ok(_) => {
+                // Continues a read this state no longer has: read from the start.
+                t.loaded_for = None;
+                t.cursor = None;
+                t.stale = true;
+                t.epoch += 1;
+                t.version += 1;
+            }
+            Err(e) => {
+                t.docs = Documents::default();
+                t.error = Some(SafeText::line(&e).into_string());
+                t.cursor = None;
+                t.loaded_for = Some(target);
+                t.epoch += 1;
+                t.version += 1;
+            }
+        }
+        self.dirty = true;
     }
 
     /// One registry change. A change of the selection refetches its transcript unless only
@@ -698,7 +792,12 @@ impl Hub {
             if std::mem::take(&mut self.transcript.partial_ended) {
                 self.transcript.partial_replaced = true;
             }
-            effects.push(UiEffect::FetchTranscript(r));
+            let after = if self.transcript.loaded_for == Some(r) {
+                self.transcript.cursor
+            } else {
+                None
+            };
+            effects.push(UiEffect::FetchTranscript { target: r, after });
         }
         if self.agents_stale && !self.agents_in_flight {
             self.agents_stale = false;
@@ -723,7 +822,7 @@ impl Hub {
         self.keep_selection_visible();
         let areas = self.areas();
         let columns = usize::from(areas.pane.width);
-        let v = self.transcript.version;
+        let (epoch, v) = (self.transcript.epoch, self.transcript.version);
         let (thread, tools) = if self.transcript_loaded() {
             (
                 &self.transcript.docs.thread[..],
@@ -736,8 +835,8 @@ impl Hub {
             Some((_, rows)) if self.transcript_loaded() => &rows[..],
             _ => &[][..],
         };
-        self.thread.refresh(thread, partial, columns, v);
-        self.tools.refresh(tools, &[], columns, v);
+        self.thread.refresh(thread, partial, columns, epoch, v);
+        self.tools.refresh(tools, &[], columns, epoch, v);
         let lines = self
             .selected
             .and_then(|r| self.roster.get(r).map(|e| (r, e)))
@@ -751,6 +850,7 @@ impl Hub {
                     presence: self.roster.presence(r),
                     now: self.now,
                     stall_after_ms: self.options.stall_after_ms,
+                    utc: self.options.utc,
                 };
                 details::lines(e, &cx)
             })
@@ -758,8 +858,13 @@ impl Hub {
         // Details change with the clock (elapsed), so they are rebuilt every time; one
         // snapshot is cheap.
         self.details_version += 1;
-        self.details
-            .refresh(&lines, &[], columns, self.details_version);
+        self.details.refresh(
+            &lines,
+            &[],
+            columns,
+            self.details_version,
+            self.details_version,
+        );
     }
 
     pub(super) fn keep_selection_visible(&mut self) {
@@ -801,6 +906,8 @@ impl Hub {
         self.transcript.error = None;
         self.transcript.docs = Documents::default();
         self.transcript.loaded_for = None;
+        self.transcript.cursor = None;
+        self.transcript.epoch += 1;
         self.transcript.partial = None;
         self.transcript.partial_ended = false;
         self.transcript.partial_replaced = false;

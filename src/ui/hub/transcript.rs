@@ -18,6 +18,10 @@ pub enum RowKind {
     Dim,
     Marker,
     Error,
+    /// A line an `edit` adds.
+    Added,
+    /// A line an `edit` removes.
+    Removed,
 }
 
 /// One logical line (it may still wrap when drawn).
@@ -197,10 +201,123 @@ pub fn partial_assistant(text: &str) -> Vec<Line> {
     out
 }
 
+/// The `(oldText, newText)` replacements of an `edit` call: pi's `edits: [{oldText,
+/// newText}]`, or the top-level pair older sessions recorded. `None` when the arguments are
+/// not an edit's (then they are shown as they are).
+fn edit_pair(v: &Value) -> Option<(&str, &str)> {
+    Some((v.get("oldText")?.as_str()?, v.get("newText")?.as_str()?))
+}
+
+fn edit_pairs(arguments: &Value) -> Option<Vec<(&str, &str)>> {
+    match arguments.get("edits") {
+        Some(Value::Array(edits)) if !edits.is_empty() => edits.iter().map(edit_pair).collect(),
+        Some(_) => None,
+        None => edit_pair(arguments).map(|p| vec![p]),
+    }
+}
+
+/// A compact line diff of one replacement: the lines both sides share at the start and the
+/// end are left out but for one line of context each side, then `- ` removed and `+ ` added
+/// lines. Returns (added, removed).
+fn push_diff(out: &mut Vec<Line>, old: &str, new: &str, indent: &str) -> (usize, usize) {
+    let (old, old_cut) = capped(old);
+    let (new, new_cut) = capped(new);
+    let old_clean = SafeText::lines(old);
+    let new_clean = SafeText::lines(new);
+    let a: Vec<&str> = old_clean.as_str().split('\n').collect();
+    let b: Vec<&str> = new_clean.as_str().split('\n').collect();
+    let prefix = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let max_suffix = a.len().min(b.len()) - prefix;
+    let suffix = a
+        .iter()
+        .rev()
+        .zip(b.iter().rev())
+        .take(max_suffix)
+        .take_while(|(x, y)| x == y)
+        .count();
+    let context = |out: &mut Vec<Line>, line: &str| {
+        out.push(Line::new(RowKind::Dim, &format!("{indent}  {line}")));
+    };
+    if prefix > 0 {
+        context(out, a[prefix - 1]);
+    }
+    let removed = &a[prefix..a.len() - suffix];
+    let added = &b[prefix..b.len() - suffix];
+    for line in removed {
+        out.push(Line::new(RowKind::Removed, &format!("{indent}- {line}")));
+    }
+    for line in added {
+        out.push(Line::new(RowKind::Added, &format!("{indent}+ {line}")));
+    }
+    if suffix > 0 {
+        context(out, a[a.len() - suffix]);
+    }
+    for cut in [old_cut, new_cut].into_iter().flatten() {
+        out.push(Line::new(
+            RowKind::Marker,
+            &format!("{indent}… [truncated: {cut} more bytes not shown]"),
+        ));
+    }
+    (added.len(), removed.len())
+}
+
+/// An `edit` call as the change it makes: a heading with the path and counts for the
+/// thread (and at most [`THREAD_TOOL_ROWS`] diff rows), the whole diff for the tools pane.
+fn push_edit(
+    thread: &mut Vec<Line>,
+    tools: &mut Vec<Line>,
+    arguments: &Value,
+    pairs: &[(&str, &str)],
+) {
+    let path = str_of(arguments, "path");
+    let mut diff = Vec::new();
+    let (mut added, mut removed) = (0, 0);
+    for (i, (old, new)) in pairs.iter().enumerate() {
+        if pairs.len() > 1 {
+            diff.push(Line::new(
+                RowKind::Dim,
+                &format!("  change {} of {}", i + 1, pairs.len()),
+            ));
+        }
+        let (a, r) = push_diff(&mut diff, old, new, "  ");
+        added += a;
+        removed += r;
+    }
+    let changes = if pairs.len() == 1 {
+        "1 change".to_owned()
+    } else {
+        format!("{} changes", pairs.len())
+    };
+    thread.push(Line::new(
+        RowKind::Tool,
+        &format!("→ edit {path} · {changes} · +{added} −{removed}"),
+    ));
+    let more = diff.len().saturating_sub(THREAD_TOOL_ROWS);
+    thread.extend(diff.iter().take(THREAD_TOOL_ROWS).cloned());
+    if more > 0 {
+        thread.push(Line::new(
+            RowKind::Marker,
+            &format!("  … {more} more lines (Tab to tools for the whole change)"),
+        ));
+    }
+    tools.push(Line::new(RowKind::Body, &format!("  path: {path}")));
+    tools.extend(diff.into_iter().map(|mut l| {
+        l.text = SafeText::line(&format!("  {}", l.text));
+        l
+    }));
+}
+
 /// Builds the thread and tools documents from the messages of exactly one generation.
 pub fn documents(messages: &[Value]) -> Documents {
-    let mut thread = Vec::new();
-    let mut tools = Vec::new();
+    let mut docs = Documents::default();
+    append(&mut docs, messages);
+    docs
+}
+
+/// Adds the rows of messages recorded after those `docs` was built from (a message's rows
+/// depend on that message alone, so appending equals rebuilding).
+pub fn append(docs: &mut Documents, messages: &[Value]) {
+    let Documents { thread, tools } = docs;
     for message in messages {
         let role = str_of(message, "role");
         match role {
@@ -208,7 +325,7 @@ pub fn documents(messages: &[Value]) -> Documents {
                 thread.push(Line::new(RowKind::User, "▌ user"));
                 for block in blocks(message) {
                     match str_of(&block, "type") {
-                        "text" => push_text(&mut thread, RowKind::Body, str_of(&block, "text")),
+                        "text" => push_text(thread, RowKind::Body, str_of(&block, "text")),
                         "image" => thread.push(Line::new(RowKind::Marker, &image_marker(&block))),
                         _ => {}
                     }
@@ -218,10 +335,22 @@ pub fn documents(messages: &[Value]) -> Documents {
                 thread.push(Line::new(RowKind::Assistant, "▌ assistant"));
                 for block in blocks(message) {
                     match str_of(&block, "type") {
-                        "text" => push_text(&mut thread, RowKind::Body, str_of(&block, "text")),
+                        "text" => push_text(thread, RowKind::Body, str_of(&block, "text")),
                         // The thinking text is public; its signature is an opaque payload.
                         "thinking" => {
-                            push_text(&mut thread, RowKind::Dim, str_of(&block, "thinking"));
+                            push_text(thread, RowKind::Dim, str_of(&block, "thinking"));
+                        }
+                        "toolCall"
+                            if str_of(&block, "name") == "edit"
+                                && block.get("arguments").and_then(edit_pairs).is_some() =>
+                        {
+                            let arguments = block.get("arguments").unwrap_or(&Value::Null);
+                            tools.push(Line::new(
+                                RowKind::Tool,
+                                &format!("● edit  call {}", str_of(&block, "id")),
+                            ));
+                            let pairs = edit_pairs(arguments).unwrap_or_default();
+                            push_edit(thread, tools, arguments, &pairs);
                         }
                         "toolCall" => {
                             let name = str_of(&block, "name");
@@ -234,7 +363,7 @@ pub fn documents(messages: &[Value]) -> Documents {
                                 RowKind::Tool,
                                 &format!("● {name}  call {}", str_of(&block, "id")),
                             ));
-                            push_arguments(&mut tools, block.get("arguments"));
+                            push_arguments(tools, block.get("arguments"));
                         }
                         "image" => thread.push(Line::new(RowKind::Marker, &image_marker(&block))),
                         _ => {}
@@ -277,11 +406,10 @@ pub fn documents(messages: &[Value]) -> Documents {
                 thread.push(Line::new(RowKind::Dim, &format!("▌ {role}")));
                 for block in blocks(message) {
                     if str_of(&block, "type") == "text" {
-                        push_text(&mut thread, RowKind::Dim, str_of(&block, "text"));
+                        push_text(thread, RowKind::Dim, str_of(&block, "text"));
                     }
                 }
             }
         }
     }
-    Documents { thread, tools }
 }

@@ -10,13 +10,13 @@ use ratatui::style::{Modifier, Style};
 use ratatui::widgets::{Block, Borders, Clear, Widget};
 use unicode_segmentation::UnicodeSegmentation;
 
-use super::format::{duration, elapsed, stats};
+use super::format::{count, duration, elapsed, stats};
 use super::layout::{Areas, Kind};
 use super::roster::{Liveness, SortKey};
 use super::state::{Bulk, Hub, Mode, NoticeKind, Pane, Prompt, WAIT_MS};
 use super::transcript::RowKind;
 use crate::core::{ChildRef, Role};
-use crate::text::{fit, width};
+use crate::text::{SafeText, fit, width};
 use crate::ui::theme;
 
 /// One frame of the Hub.
@@ -78,6 +78,8 @@ fn kind_style(kind: RowKind) -> Style {
         RowKind::Body => Style::default(),
         RowKind::Dim => theme::dim(),
         RowKind::Marker => theme::warning(),
+        RowKind::Added => theme::added(),
+        RowKind::Removed => theme::removed(),
     }
 }
 
@@ -211,7 +213,7 @@ fn header(hub: &Hub, areas: &Areas, buf: &mut Buffer) {
     }
     let _ = write!(text, " · {}", counts_text(hub));
     if !hub.filter_text().is_empty() {
-        let _ = write!(text, " · filter /{}", hub.filter_text());
+        let _ = write!(text, " · filter /{}", SafeText::line(hub.filter_text()));
     }
     if hub.sort() != SortKey::Tree {
         let _ = write!(text, " · sort {}", hub.sort().as_str());
@@ -297,18 +299,45 @@ fn roster_rows(hub: &Hub, area: Rect, buf: &mut Buffer) {
         if s.writer_lease {
             row.write(buf, "✎ ", theme::warning());
         }
-        let st = format!(" {} {}", stats(s), duration(elapsed(s, hub.now)));
-        let stats_w = width(&st);
+        // The headline gets the room it needs; the stats that do not fit beside it are left
+        // to the details pane, least telling first (tokens, requests, cost, elapsed).
         let headline = e.headline.as_str();
-        if row.left > stats_w + 12 {
-            let room = row.left - stats_w;
-            let fitted = fit(headline, room);
-            let pad = " ".repeat(room.saturating_sub(width(&fitted)));
-            row.write(buf, &format!("{fitted}{pad}"), Style::default());
-            row.write(buf, &st, theme::dim());
-        } else {
-            row.write(buf, headline, Style::default());
+        let need = width(headline);
+        // (drop order, text), in display order.
+        let telemetry = &s.telemetry;
+        let mut parts: Vec<(u8, String)> = Vec::new();
+        if let Some(requests) = telemetry.requests {
+            parts.push((2, format!("{requests} req")));
         }
+        if let Some(tokens) = telemetry.tokens {
+            parts.push((3, format!("{} tok", count(tokens.total))));
+        }
+        if let Some(cost) = telemetry.cost {
+            parts.push((1, format!("${cost:.3}")));
+        }
+        parts.push((0, duration(elapsed(s, hub.now))));
+        let mut st = String::new();
+        for keep_below in (0..=4u8).rev() {
+            let shown: Vec<&str> = parts
+                .iter()
+                .filter(|(rank, _)| *rank < keep_below)
+                .map(|(_, text)| text.as_str())
+                .collect();
+            let candidate = if shown.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", shown.join(" "))
+            };
+            if shown.is_empty() || row.left >= need + width(&candidate) {
+                st = candidate;
+                break;
+            }
+        }
+        let room = row.left.saturating_sub(width(&st));
+        let fitted = fit(headline, room);
+        let pad = " ".repeat(room.saturating_sub(width(&fitted)));
+        row.write(buf, &format!("{fitted}{pad}"), Style::default());
+        row.write(buf, &st, theme::dim());
     }
 }
 
@@ -398,7 +427,7 @@ fn footer(hub: &Hub, area: Rect, buf: &mut Buffer) {
     let w = usize::from(area.width);
     match hub.mode() {
         Mode::Filter { .. } => {
-            let text = format!("/{}▏", hub.filter_text());
+            let text = format!("/{}▏", SafeText::line(hub.filter_text()));
             put(
                 buf,
                 area.x,
@@ -409,7 +438,7 @@ fn footer(hub: &Hub, area: Rect, buf: &mut Buffer) {
             );
         }
         Mode::Command { input } => {
-            let text = format!(":{input}▏");
+            let text = format!(":{}▏", SafeText::line(input));
             put(
                 buf,
                 area.x,
@@ -440,7 +469,9 @@ fn footer(hub: &Hub, area: Rect, buf: &mut Buffer) {
             let x = area.x + put(buf, area.x, area.y, area.width, &head, style);
             if let Prompt::Steer { input, .. } | Prompt::Message { input, .. } = prompt {
                 let room = w.saturating_sub(width(&head));
-                let text = tail(&format!("{input}▏"), room);
+                // A pasted multi-line text stays one input; its line breaks show as ↵.
+                let shown = SafeText::line(&input.replace('\n', "↵"));
+                let text = tail(&format!("{shown}▏"), room);
                 put(
                     buf,
                     x,
