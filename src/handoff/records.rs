@@ -269,9 +269,9 @@ impl StateRecord {
                 None
             }
         };
-        if paused == Some(false) {
-            if let Some(c) = &common {
-                if let Some(reason) = c.snapshot.pause_reason {
+        if paused == Some(false)
+            && let Some(c) = &common
+                && let Some(reason) = c.snapshot.pause_reason {
                     p.push(
                         Problem::new(
                             "$.snapshot.pauseReason",
@@ -280,8 +280,6 @@ impl StateRecord {
                         .value(reason.as_str()),
                     );
                 }
-            }
-        }
         match (common, paused) {
             (Some(c), Some(paused)) if p.is_empty() => Ok(Self {
                 session_id: c.session_id,
@@ -337,14 +335,13 @@ impl Common {
             Some(v) => parse_kickoff(v, p),
         };
         let model = optional_text(map, "model", p);
-        if let Some(m) = &model {
-            if !m.contains('/') {
+        if let Some(m) = &model
+            && !m.contains('/') {
                 p.push(
                     Problem::new("$.model", "must be an exact \"provider/id\"")
                         .value(format!("{m:?}")),
                 );
             }
-        }
         let thinking_level = optional_text(map, "thinkingLevel", p);
         let logical_model = optional_text(map, "logicalModel", p);
         Some(Self {
