@@ -271,15 +271,16 @@ impl StateRecord {
         };
         if paused == Some(false)
             && let Some(c) = &common
-                && let Some(reason) = c.snapshot.pause_reason {
-                    p.push(
-                        Problem::new(
-                            "$.snapshot.pauseReason",
-                            "an unpaused state has no pause reason",
-                        )
-                        .value(reason.as_str()),
-                    );
-                }
+            && let Some(reason) = c.snapshot.pause_reason
+        {
+            p.push(
+                Problem::new(
+                    "$.snapshot.pauseReason",
+                    "an unpaused state has no pause reason",
+                )
+                .value(reason.as_str()),
+            );
+        }
         match (common, paused) {
             (Some(c), Some(paused)) if p.is_empty() => Ok(Self {
                 session_id: c.session_id,
@@ -336,12 +337,12 @@ impl Common {
         };
         let model = optional_text(map, "model", p);
         if let Some(m) = &model
-            && !m.contains('/') {
-                p.push(
-                    Problem::new("$.model", "must be an exact \"provider/id\"")
-                        .value(format!("{m:?}")),
-                );
-            }
+            && !m.contains('/')
+        {
+            p.push(
+                Problem::new("$.model", "must be an exact \"provider/id\"").value(format!("{m:?}")),
+            );
+        }
         let thinking_level = optional_text(map, "thinkingLevel", p);
         let logical_model = optional_text(map, "logicalModel", p);
         Some(Self {

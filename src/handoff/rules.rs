@@ -130,18 +130,21 @@ pub fn view(session: &Session) -> Result<SessionView, Vec<Problem>> {
             }
         } else if let Some(d) = entry.custom_data(PURPOSE_TYPE) {
             // A damaged attempt record only loses its retry; it never blocks.
-            if !seen_purpose && bound(d)
-                && let Ok(r) = PurposeRecord::parse(d) {
-                    seen_purpose = true;
-                    if r.status == AttemptStatus::Pending {
-                        out.pending = Some(r);
-                    }
+            if !seen_purpose
+                && bound(d)
+                && let Ok(r) = PurposeRecord::parse(d)
+            {
+                seen_purpose = true;
+                if r.status == AttemptStatus::Pending {
+                    out.pending = Some(r);
                 }
+            }
         } else if let Some(d) = entry.custom_data(CLAIM_TYPE)
             && let Ok(c) = ClaimRecord::parse(d)
-                && c.session_id == id {
-                    out.claimed.insert(c.kickoff_id);
-                }
+            && c.session_id == id
+        {
+            out.claimed.insert(c.kickoff_id);
+        }
     }
     if problems.is_empty() {
         Ok(out)

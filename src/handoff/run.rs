@@ -346,18 +346,20 @@ fn apply_resume(
 ) -> Result<Applied, SessionError> {
     let mut first = Vec::new();
     if let Some(m) = &plan.selected.model
-        && session.model().as_deref() != Some(&format!("{}/{}", m.provider, m.id)) {
-            first.push(NewEntry::ModelChange {
-                provider: m.provider.clone(),
-                model_id: m.id.clone(),
-            });
-        }
+        && session.model().as_deref() != Some(&format!("{}/{}", m.provider, m.id))
+    {
+        first.push(NewEntry::ModelChange {
+            provider: m.provider.clone(),
+            model_id: m.id.clone(),
+        });
+    }
     if let Some(e) = plan.selected.effort
-        && session.thinking_level().as_deref() != Some(e.as_str()) {
-            first.push(NewEntry::ThinkingLevelChange {
-                level: e.as_str().to_owned(),
-            });
-        }
+        && session.thinking_level().as_deref() != Some(e.as_str())
+    {
+        first.push(NewEntry::ThinkingLevelChange {
+            level: e.as_str().to_owned(),
+        });
+    }
     first.push(NewEntry::custom(STATE_TYPE, data(&plan.state)));
     append_entries(session, &first, now_ms)?;
     let Some(kickoff) = &plan.deliver else {

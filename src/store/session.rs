@@ -157,9 +157,10 @@ impl Session {
         let mut next = self.entries.last();
         while let Some(entry) = next {
             if let Some(id) = entry.id.as_deref()
-                && !seen.insert(id) {
-                    break;
-                }
+                && !seen.insert(id)
+            {
+                break;
+            }
             out.push(entry);
             next = entry
                 .parent_id

@@ -165,9 +165,10 @@ fn spawn_connection(stream: UnixStream, shared: &Arc<Shared>) -> io::Result<()> 
             .name("fake-coordinator-conn".into())
             .spawn(move || {
                 if let Err(e) = serve(stream, number, &shared)
-                    && !shared.stop.load(Ordering::SeqCst) {
-                        eprintln!("[fake-coordinator] connection {number}: {e}");
-                    }
+                    && !shared.stop.load(Ordering::SeqCst)
+                {
+                    eprintln!("[fake-coordinator] connection {number}: {e}");
+                }
             })?
     };
     let mut connections = lock(&shared.connections);

@@ -288,9 +288,10 @@ fn spawn_connection(stream: TcpStream, shared: &Arc<Shared>) -> io::Result<()> {
                     && !matches!(
                         e.kind(),
                         io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
-                    ) {
-                        eprintln!("[fake-llm] connection error: {e}");
-                    }
+                    )
+                {
+                    eprintln!("[fake-llm] connection error: {e}");
+                }
                 let _ = conn.stream.shutdown(Shutdown::Both);
             })?
     };
