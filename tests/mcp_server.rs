@@ -110,6 +110,10 @@ impl Mcp {
     }
 
     /// Sends request `method` and returns its id.
+    #[allow(
+        clippy::needless_pass_by_value,
+        reason = "callers build the JSON inline"
+    )]
     fn request(&mut self, method: &str, params: Value) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
@@ -157,6 +161,10 @@ impl Mcp {
         init
     }
 
+    #[allow(
+        clippy::needless_pass_by_value,
+        reason = "callers build the JSON inline"
+    )]
     fn tool(&mut self, name: &str, arguments: Value) -> Value {
         self.call("tools/call", json!({"name": name, "arguments": arguments}))
     }
