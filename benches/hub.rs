@@ -32,7 +32,7 @@ const TRANSCRIPT_LINES: usize = 100_000;
 const IDLE_SECONDS: u64 = 600;
 
 fn snapshot(n: u128, status: Status) -> ChildSnapshot {
-    let depth = if n % 5 == 0 { 1 } else { 2 };
+    let depth = if n.is_multiple_of(5) { 1 } else { 2 };
     ChildSnapshot {
         id: Uuid::from_u128(n + 1),
         generation: 1,

@@ -10,6 +10,7 @@ pub mod error;
 mod fleet;
 mod handoff;
 mod hub;
+mod mcp;
 pub mod pi;
 pub mod printer;
 mod profiles;
@@ -179,6 +180,37 @@ pub enum Command {
         /// malformed, delegated execution is refused (`unsupported-host`).
         #[arg(long, value_name = "VERSION", requires = "pi_session")]
         host_version: Option<String>,
+    },
+    /// Serve the Model Context Protocol on stdio: an MCP host (pi, Claude Code, Codex)
+    /// delegates to Slate through `delegate_task`, `delegate_coordinate` and `subagent`
+    /// (docs/mcp.md). The session has its own coordinator for this directory, or uses the
+    /// one named by `--parent`.
+    Mcp {
+        /// Use this running coordinator (its parent id) instead of starting one; it is
+        /// left running when the MCP session ends.
+        #[arg(long, value_name = "UUID")]
+        parent: Option<String>,
+        /// Which workers run the tasks (own coordinator only).
+        #[arg(long, value_enum, default_value = "pi", conflicts_with = "parent")]
+        backend: embedded::Backend,
+        /// A script book (JSON) for `--backend sim`.
+        #[arg(long, conflicts_with = "parent")]
+        scenario: Option<PathBuf>,
+        /// The root's model, `provider/id[:effort]` (default: pi's settings).
+        #[arg(long, conflicts_with = "parent")]
+        model: Option<String>,
+        /// Trust this project's `.pi/` config.
+        #[arg(long, conflicts_with_all = ["no_approve", "parent"])]
+        approve: bool,
+        /// Do not trust this project's `.pi/` config.
+        #[arg(long, conflicts_with = "parent")]
+        no_approve: bool,
+        /// While a tool call waits, send the host a progress notification this often
+        /// (milliseconds, 100 to 3600000) when it asked for progress; each one restarts
+        /// the host's request timeout (pi's default is 60 s).
+        #[arg(long, value_name = "MS", default_value_t = 10_000,
+              value_parser = clap::value_parser!(u64).range(100..=3_600_000))]
+        progress_ms: u64,
     },
     /// Open the Subagent Hub on the coordinator serving this directory (or `--parent`);
     /// with none reachable, start one in-process for as long as the Hub runs.
@@ -516,6 +548,32 @@ pub fn try_main(printer: &Printer, command: Command) -> Result<ExitCode, Error> 
                 },
             )
         }
+        Command::Mcp {
+            parent,
+            backend,
+            scenario,
+            model,
+            approve,
+            no_approve,
+            progress_ms,
+        } => mcp::run(
+            printer,
+            &mcp::McpArgs {
+                parent,
+                embed: embedded::EmbedArgs {
+                    backend,
+                    scenario,
+                    approve: approval(approve, no_approve),
+                    model,
+                    // A host stopping its stdio server closes stdin, then signals its
+                    // process group within seconds (pi: SIGTERM after 0.5 s, SIGKILL 2 s
+                    // later); workers lead groups of their own, so they are signalled first.
+                    kill_grace: std::time::Duration::from_millis(1500),
+                    session: None,
+                },
+                progress_every: std::time::Duration::from_millis(progress_ms),
+            },
+        ),
         Command::Status { target, select } => {
             status::run(printer, &target, select.parent.as_deref())
         }

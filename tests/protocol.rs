@@ -697,12 +697,15 @@ fn request() -> impl Strategy<Value = Request> {
             }
         ),
         Just(Request::Agents(NoParams {})),
-        (text(), proptest::option::of(any::<bool>())).prop_map(|(assignment, background)| {
-            Request::Delegate(DelegateParams {
-                request: json!({"assignment": assignment, "profile": "scout"}),
-                background,
-            })
-        }),
+        (text(), proptest::option::of(any::<bool>()), any::<bool>()).prop_map(
+            |(assignment, background, cancel_on_close)| {
+                Request::Delegate(DelegateParams {
+                    request: json!({"assignment": assignment, "profile": "scout"}),
+                    background,
+                    cancel_on_close,
+                })
+            }
+        ),
         target().prop_map(|target| Request::Stop(TargetParams { target })),
         proptest::collection::vec(target(), 0..4)
             .prop_map(|targets| Request::StopMany(StopManyParams { targets })),

@@ -299,6 +299,7 @@ pub fn run(printer: &Printer, command: Command) -> Result<ExitCode, Error> {
         | Command::Profiles { .. }
         | Command::Run { .. }
         | Command::Serve { .. }
+        | Command::Mcp { .. }
         | Command::Status { .. }
         | Command::Watch { .. }
         | Command::Pi { .. }
@@ -318,6 +319,7 @@ async fn delegate(
     let params = DelegateParams {
         request: body,
         background: Some(background),
+        cancel_on_close: false,
     };
     // In a terminal the fleet widget shows the window draining; the printed outcome after
     // it is the same as without a terminal.

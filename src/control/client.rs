@@ -181,7 +181,31 @@ impl Client {
                 path: endpoint.socket,
                 source,
             })?;
-        Self::hello(stream, CONNECT_TIMEOUT, None).await
+        Self::hello(stream, CONNECT_TIMEOUT, None, None).await
+    }
+
+    /// [`Client::connect_path`] saying who the client is in `hello.client` (for example
+    /// `slate mcp`, naming its MCP host) instead of `"slate <version>"`.
+    pub async fn connect_named(
+        socket: &Path,
+        timeout: Duration,
+        client: methods::ClientInfo,
+    ) -> Result<Self, ClientError> {
+        let started = tokio::time::Instant::now();
+        let stream = tokio::time::timeout(timeout, UnixStream::connect(socket))
+            .await
+            .map_err(|_| ClientError::Timeout(timeout))?
+            .map_err(|source| ClientError::Connect {
+                path: socket.to_owned(),
+                source,
+            })?;
+        let left = timeout.saturating_sub(started.elapsed());
+        Self::hello(stream, left, None, Some(client))
+            .await
+            .map_err(|e| match e {
+                ClientError::Timeout(_) => ClientError::Timeout(timeout),
+                other => other,
+            })
     }
 
     /// [`Client::connect_path`] presenting a worker generation's capability in `hello`: the
@@ -201,7 +225,7 @@ impl Client {
                 source,
             })?;
         let left = timeout.saturating_sub(started.elapsed());
-        Self::hello(stream, left, capability)
+        Self::hello(stream, left, capability, None)
             .await
             .map_err(|e| match e {
                 ClientError::Timeout(_) => ClientError::Timeout(timeout),
@@ -214,14 +238,14 @@ impl Client {
         stream: UnixStream,
         timeout: Duration,
         capability: Option<&crate::runtime::Capability>,
+        named: Option<methods::ClientInfo>,
     ) -> Result<Self, ClientError> {
         let mut client = Self::from_stream(stream);
         let params = HelloParams {
             protocols: SUPPORTED_PROTOCOLS.to_vec(),
-            client: Some(methods::ClientInfo::named(format!(
-                "slate {}",
-                env!("CARGO_PKG_VERSION")
-            ))),
+            client: Some(named.unwrap_or_else(|| {
+                methods::ClientInfo::named(format!("slate {}", env!("CARGO_PKG_VERSION")))
+            })),
             capability: capability.cloned(),
         };
         let hello =

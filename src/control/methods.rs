@@ -389,6 +389,15 @@ pub struct DelegateParams {
     /// Overrides the request's own `background`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub background: Option<bool>,
+    /// A root's foreground call only: when the caller stops waiting (its connection closes
+    /// before the outcome), the call is cancelled — its unsettled members are marked and
+    /// drain, settled ones keep their outcome ([Registry, controls and final delivery]:
+    /// "caller foreground cancellation"). Without it the root's window goes on, owned by the
+    /// coordinator. `slate mcp` sets it: the MCP host's `notifications/cancelled` is the
+    /// caller's cancellation. A child's foreground call is always cancelled so; a background
+    /// call has nothing to abandon.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cancel_on_close: bool,
 }
 
 /// `stop`, `park`: one exact generation.

@@ -514,8 +514,8 @@ impl Service {
         // and this future is dropped) the window is cancelled and drained. The operator's
         // window goes on, owned by the coordinator.
         let abandoned = match actor {
-            Party::Root => WhenAbandoned::GoesOn,
-            Party::Child(_) => WhenAbandoned::Cancels,
+            Party::Root if !p.cancel_on_close => WhenAbandoned::GoesOn,
+            Party::Root | Party::Child(_) => WhenAbandoned::Cancels,
         };
         let mut fg = self.rt.delegate_with(actor, tasks, abandoned).await??;
         let outcome = (&mut fg.outcome)

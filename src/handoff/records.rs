@@ -269,18 +269,17 @@ impl StateRecord {
                 None
             }
         };
-        if paused == Some(false) {
-            if let Some(c) = &common {
-                if let Some(reason) = c.snapshot.pause_reason {
-                    p.push(
-                        Problem::new(
-                            "$.snapshot.pauseReason",
-                            "an unpaused state has no pause reason",
-                        )
-                        .value(reason.as_str()),
-                    );
-                }
-            }
+        if paused == Some(false)
+            && let Some(c) = &common
+            && let Some(reason) = c.snapshot.pause_reason
+        {
+            p.push(
+                Problem::new(
+                    "$.snapshot.pauseReason",
+                    "an unpaused state has no pause reason",
+                )
+                .value(reason.as_str()),
+            );
         }
         match (common, paused) {
             (Some(c), Some(paused)) if p.is_empty() => Ok(Self {
@@ -337,13 +336,12 @@ impl Common {
             Some(v) => parse_kickoff(v, p),
         };
         let model = optional_text(map, "model", p);
-        if let Some(m) = &model {
-            if !m.contains('/') {
-                p.push(
-                    Problem::new("$.model", "must be an exact \"provider/id\"")
-                        .value(format!("{m:?}")),
-                );
-            }
+        if let Some(m) = &model
+            && !m.contains('/')
+        {
+            p.push(
+                Problem::new("$.model", "must be an exact \"provider/id\"").value(format!("{m:?}")),
+            );
         }
         let thinking_level = optional_text(map, "thinkingLevel", p);
         let logical_model = optional_text(map, "logicalModel", p);

@@ -130,20 +130,20 @@ pub fn view(session: &Session) -> Result<SessionView, Vec<Problem>> {
             }
         } else if let Some(d) = entry.custom_data(PURPOSE_TYPE) {
             // A damaged attempt record only loses its retry; it never blocks.
-            if !seen_purpose && bound(d) {
-                if let Ok(r) = PurposeRecord::parse(d) {
-                    seen_purpose = true;
-                    if r.status == AttemptStatus::Pending {
-                        out.pending = Some(r);
-                    }
+            if !seen_purpose
+                && bound(d)
+                && let Ok(r) = PurposeRecord::parse(d)
+            {
+                seen_purpose = true;
+                if r.status == AttemptStatus::Pending {
+                    out.pending = Some(r);
                 }
             }
-        } else if let Some(d) = entry.custom_data(CLAIM_TYPE) {
-            if let Ok(c) = ClaimRecord::parse(d) {
-                if c.session_id == id {
-                    out.claimed.insert(c.kickoff_id);
-                }
-            }
+        } else if let Some(d) = entry.custom_data(CLAIM_TYPE)
+            && let Ok(c) = ClaimRecord::parse(d)
+            && c.session_id == id
+        {
+            out.claimed.insert(c.kickoff_id);
         }
     }
     if problems.is_empty() {

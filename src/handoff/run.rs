@@ -357,20 +357,20 @@ fn apply_resume(
     host_sends: bool,
 ) -> Result<Applied, SessionError> {
     let mut entries = Vec::new();
-    if let Some(m) = &plan.selected.model {
-        if session.model().as_deref() != Some(&format!("{}/{}", m.provider, m.id)) {
-            entries.push(NewEntry::ModelChange {
-                provider: m.provider.clone(),
-                model_id: m.id.clone(),
-            });
-        }
+    if let Some(m) = &plan.selected.model
+        && session.model().as_deref() != Some(&format!("{}/{}", m.provider, m.id))
+    {
+        entries.push(NewEntry::ModelChange {
+            provider: m.provider.clone(),
+            model_id: m.id.clone(),
+        });
     }
-    if let Some(e) = plan.selected.effort {
-        if session.thinking_level().as_deref() != Some(e.as_str()) {
-            entries.push(NewEntry::ThinkingLevelChange {
-                level: e.as_str().to_owned(),
-            });
-        }
+    if let Some(e) = plan.selected.effort
+        && session.thinking_level().as_deref() != Some(e.as_str())
+    {
+        entries.push(NewEntry::ThinkingLevelChange {
+            level: e.as_str().to_owned(),
+        });
     }
     entries.push(NewEntry::custom(STATE_TYPE, data(&plan.state)));
     if let Some(kickoff) = &plan.deliver {

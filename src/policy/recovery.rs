@@ -113,10 +113,10 @@ pub fn provider_order(model: &LogicalModel, remembered: Option<&str>) -> Vec<(St
         .into_iter()
         .chain([model.preferred_provider.as_str()]);
     for provider in first.chain(model.providers.iter().map(|(p, _)| p.as_str())) {
-        if let Some(id) = model.route(provider) {
-            if !out.iter().any(|(p, _)| p == provider) {
-                out.push((provider.to_owned(), id.to_owned()));
-            }
+        if let Some(id) = model.route(provider)
+            && !out.iter().any(|(p, _)| p == provider)
+        {
+            out.push((provider.to_owned(), id.to_owned()));
         }
     }
     out

@@ -156,10 +156,10 @@ impl Session {
         let mut seen = std::collections::HashSet::new();
         let mut next = self.entries.last();
         while let Some(entry) = next {
-            if let Some(id) = entry.id.as_deref() {
-                if !seen.insert(id) {
-                    break;
-                }
+            if let Some(id) = entry.id.as_deref()
+                && !seen.insert(id)
+            {
+                break;
             }
             out.push(entry);
             next = entry

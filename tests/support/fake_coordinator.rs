@@ -164,10 +164,10 @@ fn spawn_connection(stream: UnixStream, shared: &Arc<Shared>) -> io::Result<()> 
         thread::Builder::new()
             .name("fake-coordinator-conn".into())
             .spawn(move || {
-                if let Err(e) = serve(stream, number, &shared) {
-                    if !shared.stop.load(Ordering::SeqCst) {
-                        eprintln!("[fake-coordinator] connection {number}: {e}");
-                    }
+                if let Err(e) = serve(stream, number, &shared)
+                    && !shared.stop.load(Ordering::SeqCst)
+                {
+                    eprintln!("[fake-coordinator] connection {number}: {e}");
                 }
             })?
     };

@@ -284,13 +284,13 @@ fn spawn_connection(stream: TcpStream, shared: &Arc<Shared>) -> io::Result<()> {
                     stream,
                     shared: &shared,
                 };
-                if let Err(e) = conn.serve() {
-                    if !matches!(
+                if let Err(e) = conn.serve()
+                    && !matches!(
                         e.kind(),
                         io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
-                    ) {
-                        eprintln!("[fake-llm] connection error: {e}");
-                    }
+                    )
+                {
+                    eprintln!("[fake-llm] connection error: {e}");
                 }
                 let _ = conn.stream.shutdown(Shutdown::Both);
             })?

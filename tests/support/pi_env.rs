@@ -374,7 +374,9 @@ impl RpcPi {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| io::Error::new(e.kind(), format!("spawning {program:?}: {e}")))?;
+            .map_err(|e| {
+                io::Error::new(e.kind(), format!("spawning {}: {e}", program.display()))
+            })?;
         let (stdin, stdout, stderr_pipe) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take());
         let (tx, lines) = mpsc::channel();

@@ -93,7 +93,7 @@ pub(super) fn is_multiple(n: &Number, m: &Number) -> bool {
     let shift = ex - ey;
     if shift >= 0 {
         // y | x·10^shift. Both x % y and the power are below y < 2^64: no overflow.
-        (x % y) * pow_mod(10, shift.unsigned_abs(), y) % y == 0
+        ((x % y) * pow_mod(10, shift.unsigned_abs(), y)).is_multiple_of(y)
     } else {
         // (y·10^-shift) | x; a divisor that overflows u128 exceeds x (x < 2^65).
         10u128

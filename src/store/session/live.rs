@@ -208,10 +208,9 @@ fn uses(
     let home = var("HOME").map(PathBuf::from);
     if let Ok(agent) =
         crate::policy::trust::agent_dir(var("PI_CODING_AGENT_DIR").as_deref(), home.as_deref())
+        && let Ok(d) = paths::default_session_dir(&agent, &proc_cwd)
     {
-        if let Ok(d) = paths::default_session_dir(&agent, &proc_cwd) {
-            session_dirs.push(d);
-        }
+        session_dirs.push(d);
     }
     session_dirs
         .into_iter()

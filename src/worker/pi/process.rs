@@ -167,7 +167,7 @@ impl PiBackend {
             .kill_on_drop(true)
             .output()
             .await
-            .map_err(|e| format!("cannot run {:?} --version: {e}", pi.program))?;
+            .map_err(|e| format!("cannot run {} --version: {e}", pi.program.display()))?;
         let stdout = String::from_utf8_lossy(&output.stdout);
         parse_pi_version_output(&stdout)
             .map(|v| v.to_string())
@@ -546,7 +546,7 @@ async fn run_worker(
         })
         .and_then(|extension| {
             spawn_pi(pi, containment, &start, dirs, identity, &extension)
-                .map_err(|e| format!("cannot start pi ({:?}): {e}", pi.program))
+                .map_err(|e| format!("cannot start pi ({}): {e}", pi.program.display()))
         });
     let mut child = match spawned {
         Ok(child) => child,
