@@ -676,6 +676,26 @@ fn a_dead_coordinator_looks_dead_4() {
             .unwrap()
             .contains("coordinator died")
     );
+
+    // The Hub is a live view: on a terminal (`script` gives it one), naming the dead
+    // coordinator says how it ended and where its last known states are.
+    let mut hub = Command::new("script");
+    hub.args(["-qec"])
+        .arg(format!(
+            "{} hub --parent {parent}",
+            env!("CARGO_BIN_EXE_slate")
+        ))
+        .arg("/dev/null")
+        .current_dir(&f.work)
+        .stdin(std::process::Stdio::null());
+    Fixture::env(&f.base, &mut hub);
+    let out = hub.output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{said}");
+    assert!(
+        said.contains("died") && said.contains(&format!("slate status --parent {parent}")),
+        "{said}"
+    );
 }
 
 /// Item 4's other half: a coordinator that shut down cleanly says so in its log, and

@@ -26,7 +26,7 @@ pub fn run(parent: Option<String>, embed: &EmbedArgs) -> Result<ExitCode, Error>
 
 async fn hub(parent: Option<String>, embed: &EmbedArgs) -> Result<ExitCode, Error> {
     let explicit = parent.is_some();
-    let result = match connect(parent).await {
+    let result = match connect(parent.clone()).await {
         Ok(client) => {
             let title = client
                 .server()
@@ -38,8 +38,13 @@ async fn hub(parent: Option<String>, embed: &EmbedArgs) -> Result<ExitCode, Erro
             };
             run_hub(client, options).await
         }
-        // A named coordinator that is not there is an error, not a reason to start one.
-        Err(e) if explicit || e.codes().0 != ExitCode::NoCoordinator => return Err(e),
+        // A named coordinator that is not there is an error, not a reason to start one; one
+        // that left an event log says how it ended (the Hub is a live view: its last known
+        // states are `slate status --parent`'s read-only history).
+        Err(e) if explicit && e.codes().0 == ExitCode::NoCoordinator => {
+            return Err(gone(parent.as_deref()).unwrap_or(e));
+        }
+        Err(e) if e.codes().0 != ExitCode::NoCoordinator => return Err(e),
         Err(_) => {
             let embedded = Embedded::start(embed).await?;
             hub_on_embedded(embedded, HubOptions::default()).await
@@ -47,6 +52,19 @@ async fn hub(parent: Option<String>, embed: &EmbedArgs) -> Result<ExitCode, Erro
     };
     result.map_err(|e| Error::Environment(format!("slate hub: {e}")))?;
     Ok(ExitCode::Ok)
+}
+
+/// The error for a named coordinator that no longer answers but left an event log here:
+/// how it ended (shut down, or died and since when) and where its last known states are.
+fn gone(parent: Option<&str>) -> Option<Error> {
+    let parent_id = parent?.parse::<uuid::Uuid>().ok()?;
+    let log = crate::cli::status::history_log(parent_id)?;
+    let end = crate::store::event_log::read_history(&log).ok()?.end();
+    Some(Error::NoCoordinator(format!(
+        "{}; the Hub shows live coordinators only: `slate status --parent {parent_id}` prints \
+         them (read-only history)",
+        end.describe(parent_id)
+    )))
 }
 
 /// Serves `embedded` on its control socket for as long as the Hub runs, attaches the Hub
