@@ -305,7 +305,29 @@ impl BackgroundControl {
     }
 }
 
+/// An [`Embedded`] coordinator taken apart for a control server that owns it: the runtime,
+/// its join handle, the parent id and the control service over its policy, models, offered
+/// tools and routing (`slate serve`, `slate hub`'s embedded coordinator, `slate mcp`).
+pub struct Served {
+    pub rt: RuntimeHandle,
+    pub join: tokio::task::JoinHandle<RuntimeReport>,
+    pub root_id: uuid::Uuid,
+    pub service: Service,
+}
+
 impl Embedded {
+    /// This coordinator as [`Served`] parts (one place builds its control service).
+    pub fn into_served(self) -> Served {
+        let service = Service::new(self.rt.clone(), self.policy, self.models, self.offered)
+            .with_routing(self.routing);
+        Served {
+            rt: self.rt,
+            join: self.join,
+            root_id: self.root_id,
+            service,
+        }
+    }
+
     /// Bind this coordinator's socket and serve it until [`BackgroundControl::stop`]. Workers
     /// dispatched after this returns are told the socket (it is set before the first accept,
     /// not when the server task first runs).

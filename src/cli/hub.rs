@@ -7,11 +7,10 @@
 use std::io::IsTerminal;
 use std::sync::Arc;
 
-use crate::cli::embedded::{EmbedArgs, Embedded};
+use crate::cli::embedded::{EmbedArgs, Embedded, Served};
 use crate::cli::fleet::connect;
 use crate::cli::{Error, ExitCode};
 use crate::control::client::CONNECT_TIMEOUT;
-use crate::control::service::Service;
 use crate::control::{Client, Server};
 use crate::ui::hub::{HubOptions, run_hub};
 
@@ -80,17 +79,13 @@ pub async fn hub_on_embedded(embedded: Embedded, mut options: HubOptions) -> std
         }
     };
     let socket = server.socket().to_owned();
-    let Embedded {
+    let Served {
         rt,
         join,
-        policy,
-        models,
-        offered,
         root_id,
-        routing,
-        ..
-    } = embedded;
-    let service = Arc::new(Service::new(rt.clone(), policy, models, offered).with_routing(routing));
+        service,
+    } = embedded.into_served();
+    let service = Arc::new(service);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let serving = tokio::spawn(server.run(service, async move {
         let _ = stop_rx.await;

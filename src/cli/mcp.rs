@@ -61,7 +61,7 @@ use tokio::io::AsyncWrite;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::embedded::{EmbedArgs, Embedded, Plan};
+use crate::cli::embedded::{EmbedArgs, Embedded, Plan, Served};
 use crate::cli::{Error, ExitCode, Printer};
 use crate::control::client::{CONNECT_TIMEOUT, Client, ClientError};
 use crate::control::methods::{
@@ -69,7 +69,6 @@ use crate::control::methods::{
     StatusParams, StatusResult, Target, TargetParams, method,
 };
 use crate::control::protocol::ControlError;
-use crate::control::service::Service;
 use crate::control::{Metadata, Server};
 use crate::core::{ChildSnapshot, Presence, Reply};
 use crate::policy::Problems;
@@ -202,17 +201,12 @@ async fn start(embed: &EmbedArgs) -> Result<(PathBuf, uuid::Uuid, Owned), Error>
         }
     };
     let socket = server.socket().to_owned();
-    let Embedded {
+    let Served {
         rt,
         join,
-        policy,
-        models,
-        offered,
         root_id,
-        routing,
-        ..
-    } = embedded;
-    let service = Service::new(rt.clone(), policy, models, offered).with_routing(routing);
+        service,
+    } = embedded.into_served();
     let (stop, stopped) = tokio::sync::oneshot::channel();
     let server = tokio::spawn(server.run(Arc::new(service), async move {
         let _ = stopped.await;

@@ -25,11 +25,10 @@ use std::sync::Arc;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::oneshot;
 
-use crate::cli::embedded::{EmbedArgs, Embedded, PiSession, Plan};
+use crate::cli::embedded::{EmbedArgs, Embedded, PiSession, Plan, Served};
 use crate::cli::{Error, ExitCode, Printer};
 use crate::control::discovery::{Located, RuntimeDir};
 use crate::control::server::{BindError, ServerError};
-use crate::control::service::Service;
 use crate::control::{Metadata, Server};
 use crate::runtime::RuntimeEvent;
 
@@ -70,17 +69,12 @@ async fn serve(printer: &Printer, args: &EmbedArgs) -> Result<ExitCode, Error> {
         return Ok(ExitCode::Ok);
     };
     let socket = server.socket().to_owned();
-    let Embedded {
+    let Served {
         rt,
         join,
-        policy,
-        models,
-        offered,
         root_id,
-        routing,
-        ..
-    } = embedded;
-    let mut service = Service::new(rt.clone(), policy, models, offered).with_routing(routing);
+        mut service,
+    } = embedded.into_served();
     if let Some(version) = args
         .session
         .as_ref()
