@@ -50,7 +50,7 @@ impl<F> SafeFormatter<F> {
 }
 
 /// Writes `\uXXXX` for one UTF-16 code unit (every escaped character is in the BMP).
-fn write_u_escape<W: ?Sized + io::Write>(writer: &mut W, c: char) -> io::Result<()> {
+pub(crate) fn write_u_escape<W: ?Sized + io::Write>(writer: &mut W, c: char) -> io::Result<()> {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let code = u32::from(c);
     let digit = |shift: u32| HEX[((code >> shift) & 0xf) as usize];

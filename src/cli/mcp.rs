@@ -1046,7 +1046,8 @@ impl<W> SafeJsonWriter<W> {
 fn push_escaped(out: &mut Vec<u8>, text: &str) {
     for c in text.chars() {
         if c > '\u{7e}' && crate::json::needs_escape(c) {
-            out.extend_from_slice(format!("\\u{:04x}", u32::from(c)).as_bytes());
+            // Writing to a Vec cannot fail.
+            let _ = crate::json::write_u_escape(out, c);
         } else {
             let mut buf = [0_u8; 4];
             out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
