@@ -2,6 +2,7 @@
 //! profiles overlay. They consume the registry through the control socket (or an embedded
 //! coordinator) and never hold a second source of truth.
 
+pub mod ansi;
 pub mod fleet;
 pub mod hub;
 pub mod profiles;

@@ -9,6 +9,9 @@ use uuid::Uuid;
 /// Epoch milliseconds. The core never reads a clock: every `now` comes from the caller.
 pub type Millis = u64;
 
+/// Hex digits of a [`ChildRef::handle`].
+pub const HANDLE_DIGITS: usize = 8;
+
 /// One generation of one identity. Displayed and parsed strictly as `UUID@generation`;
 /// never prefix-matched and never resolved to "the latest".
 #[derive(
@@ -32,6 +35,20 @@ pub struct ChildRef {
 impl ChildRef {
     pub fn new(id: Uuid, generation: u32) -> Self {
         Self { id, generation }
+    }
+
+    /// What a person reads where a full identity would not fit: the UUID's first eight hex
+    /// digits, with `@N` after a first generation (`0b6a1f3e`, `0b6a1f3e@2`). Display only:
+    /// nothing ever accepts a handle as a target (no prefix matching); completions expand it
+    /// to the full `UUID@generation`.
+    pub fn handle(self) -> String {
+        let mut text = self.id.simple().to_string();
+        text.truncate(HANDLE_DIGITS);
+        if self.generation != 1 {
+            text.push('@');
+            text.push_str(&self.generation.to_string());
+        }
+        text
     }
 
     /// The task directory name: `<id>` for generation 1, `<id>-g<N>` after.
@@ -271,5 +288,17 @@ impl IdSource {
         bytes[..8].copy_from_slice(&self.next_u64().to_le_bytes());
         bytes[8..].copy_from_slice(&self.next_u64().to_le_bytes());
         uuid::Builder::from_random_bytes(bytes).into_uuid()
+    }
+}
+
+#[cfg(test)]
+mod handle_tests {
+    use super::ChildRef;
+
+    #[test]
+    fn a_handle_is_the_first_eight_hex_digits_with_the_generation_after_the_first() {
+        let id = uuid::Uuid::parse_str("0b6a1f3e-4c2d-4e8a-9b1c-2d3e4f5a6b7c").unwrap_or_default();
+        assert_eq!(ChildRef::new(id, 1).handle(), "0b6a1f3e");
+        assert_eq!(ChildRef::new(id, 12).handle(), "0b6a1f3e@12");
     }
 }
