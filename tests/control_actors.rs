@@ -483,8 +483,7 @@ async fn forged_ended_and_replaced_capabilities_are_refused_alike_and_never_writ
     let f = start("stale", None).await;
     let forged = Capability::from_presented("0".repeat(64));
     let malformed = Capability::from_presented("not a capability".into());
-    let unknown =
-        "hello.capability: not the capability of a live worker generation of this coordinator";
+    let unknown = "hello.capability: not the capability of a live worker generation of this coordinator presented from that worker's process tree";
     for presented in [&forged, &malformed] {
         let error = hello_refused(&f.socket, presented).await;
         assert_eq!(
@@ -687,11 +686,11 @@ fn peer_client() {
 
 /// A `Shell…` worker's process that connects to the coordinator, hands the connection to a
 /// child and exits, so that `hello` arrives on a connection whose peer process is gone.
-const HANDOFF_SHELL: &str = r#"
+const HANDOFF_SHELL: &str = r"
 while [ ! -f go ]; do sleep 0.05; done
 sh ./handoff.sh
 touch done
-"#;
+";
 
 /// A `hello` on a connection whose connecting process had exited: its ancestry could not be
 /// read, and an unreadable ancestry was taken for the operator's — a worker's process
