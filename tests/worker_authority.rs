@@ -112,7 +112,7 @@ async fn until_status(operator: &Client, target: ChildRef, done: impl Fn(&str) -
 /// runs it (its workers' subreaper), not one embedded in this test process.
 struct Serve {
     sandbox: pi_env::PiSandbox,
-    serve: Child,
+    process: Child,
     socket: PathBuf,
 }
 
@@ -143,8 +143,8 @@ impl Serve {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
-        let mut serve = cmd.spawn().unwrap();
-        let mut lines = std::io::BufReader::new(serve.stdout.take().unwrap()).lines();
+        let mut process = cmd.spawn().unwrap();
+        let mut lines = std::io::BufReader::new(process.stdout.take().unwrap()).lines();
         let mut socket = None;
         for line in lines.by_ref().take(3) {
             let line = line.unwrap();
@@ -154,7 +154,7 @@ impl Serve {
         }
         Self {
             sandbox,
-            serve,
+            process,
             socket: socket.expect("slate serve printed its socket"),
         }
     }
@@ -174,10 +174,10 @@ impl Serve {
     /// Shut the coordinator down and wait for it; then nothing of the run is left.
     fn finish(mut self) {
         let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(i32::try_from(self.serve.id()).unwrap()),
+            nix::unistd::Pid::from_raw(i32::try_from(self.process.id()).unwrap()),
             nix::sys::signal::Signal::SIGTERM,
         );
-        let status = self.serve.wait().unwrap();
+        let status = self.process.wait().unwrap();
         assert!(status.success(), "slate serve: {status:?}");
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
@@ -197,8 +197,9 @@ impl Serve {
 /// What the worker's bash runs (`sh attack.sh SLATE SIBLING`): it finds its containment
 /// process (its nearest ancestor run as `slate __contain-worker`), starts two more attackers
 /// that leave its tree (a double fork and a `setsid` process), `kill -9`s the containment,
-/// and then each of the three tries `slate status`, `slate stop SIBLING` and a nested
-/// `slate delegate`, writing what they got to `<name>.status|stop|delegate`.
+/// waits until it has exited, and then each of the three tries `slate status`, `slate stop
+/// SIBLING` and a nested `slate delegate`, writing what they got to
+/// `<name>.status|stop|delegate`. (Before it has exited they are still the worker's.)
 const ATTACK: &str = r#"S="$1"; B="$2"
 attack() {
   "$S" status >"$1.status" 2>&1; echo "exit=$?" >>"$1.status"
@@ -221,6 +222,9 @@ echo "$p" >containment.pid
 setsid -f sh "$0" "$S" "$B" setsid </dev/null >/dev/null 2>&1
 sleep 0.3
 kill -9 "$p"
+# The kill is delivered asynchronously: wait until the containment process has exited (a
+# zombie, or gone), when its children have been reparented.
+while [ -e "/proc/$p" ] && [ "$(sed 's/.*) //' "/proc/$p/stat" | cut -c1)" != Z ]; do sleep 0.01; done
 : >killed
 attack bash
 "#;
@@ -277,6 +281,10 @@ async fn a_tool_that_kills_its_containment_is_never_the_operator_1() {
             .collect()
     });
     let containment = std::fs::read_to_string(work.join("containment.pid")).unwrap();
+    eprintln!(
+        "what the worker's bash got from `slate status`:\n{}",
+        results["bash"][0]
+    );
     for (who, [status, stop, delegated]) in &results {
         for (what, out) in [("status", status), ("stop", stop), ("delegate", delegated)] {
             assert!(
@@ -431,4 +439,59 @@ async fn a_capability_presented_outside_its_workers_tree_is_refused_2() {
     join.await.unwrap();
     let _ = stop.send(());
     let _ = server.await;
+}
+
+/// Figures for `docs/performance.md` (run by hand, `--ignored --nocapture`): connect +
+/// `hello` from a process outside the coordinator's tree (this test's child, several
+/// ancestors deep, as a CLI command is) against `slate serve --backend sim`. `SLATE_BIN`
+/// names another `slate` binary to compare (an earlier build).
+#[test]
+#[ignore = "a measurement, not a check"]
+fn hello_latency_figures() {
+    let bin = std::env::var_os("SLATE_BIN")
+        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_slate")), PathBuf::from);
+    let base = std::env::temp_dir().join(format!("slate-hello-fig-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    for dir in ["work", "agent", "run"] {
+        std::fs::create_dir_all(base.join(dir)).unwrap();
+    }
+    std::fs::set_permissions(base.join("run"), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let mut serve = Command::new(&bin)
+        .args(["serve", "--backend", "sim", "--model", "fake/m"])
+        .current_dir(base.join("work"))
+        .env("PI_CODING_AGENT_DIR", base.join("agent"))
+        .env("XDG_RUNTIME_DIR", base.join("run"))
+        .env_remove("SLATE_SOCKET")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut socket = None;
+    for line in std::io::BufReader::new(serve.stdout.take().unwrap())
+        .lines()
+        .take(3)
+    {
+        if let Some(path) = line.unwrap().strip_prefix("socket ") {
+            socket = Some(PathBuf::from(path));
+        }
+    }
+    let socket = socket.unwrap();
+    let out = base.join("hellos.json");
+    for round in 0..3 {
+        let status = peer_client::command("hellos", &socket, None, &out)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        eprintln!(
+            "{} round {round}: {}",
+            bin.display(),
+            std::fs::read_to_string(&out).unwrap().trim()
+        );
+    }
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(serve.id()).unwrap()),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let _ = serve.wait();
+    let _ = std::fs::remove_dir_all(base);
 }

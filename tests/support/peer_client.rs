@@ -11,6 +11,8 @@
 //!   the capability in the file `SLATE_PEER_CAPABILITY_FILE`, if named), then, if it was
 //!   accepted, one `guard {kind: tool}` call; write `{"hello": <answer>, "guard": <answer>}`
 //!   to `SLATE_PEER_OUT`.
+//! * `hellos`: `SLATE_PEER_COUNT` times (default 2000) connect and `hello` as the operator,
+//!   each timed from `connect` to the answer; write `{"n", "medianUs", "p99Us"}`.
 //! * `handoff`: connect, hand the socket to a shell (on its descriptor 3) and exit at once;
 //!   the shell waits until this process is gone, then sends `hello` (no capability) on the
 //!   inherited connection, whose peer process (the one that connected) no longer exists, and
@@ -40,15 +42,16 @@ pub fn command_line(
     capability: Option<&str>,
     out: &str,
 ) -> String {
+    use std::fmt::Write as _;
     let exe = std::env::current_exe().unwrap();
     let mut line = format!("{MODE}={mode} {OUT}='{out}'");
     if let Some(socket) = socket {
-        line.push_str(&format!(" {SOCKET}='{socket}'"));
+        let _ = write!(line, " {SOCKET}='{socket}'");
     }
     if let Some(file) = capability {
-        line.push_str(&format!(" {CAPABILITY_FILE}='{file}'"));
+        let _ = write!(line, " {CAPABILITY_FILE}='{file}'");
     }
-    line.push_str(&format!(" '{}' peer_client --exact --quiet", exe.display()));
+    let _ = write!(line, " '{}' peer_client --exact --quiet", exe.display());
     line
 }
 
@@ -109,10 +112,15 @@ head -n 1 <&3 >"$SLATE_PEER_OUT""#;
                     child_fd: 3,
                 }])
                 .unwrap();
+            #[allow(
+                clippy::zombie_processes,
+                reason = "this process exits at once; the shell is reparented and reaped there"
+            )]
             second.spawn().expect("the second client");
             // Exit at once: the second one answers.
             return;
         }
+        "hellos" => hellos(),
         other => panic!("{MODE}={other}?"),
     };
     std::fs::write(&out, format!("{result}\n")).unwrap();
@@ -152,4 +160,44 @@ fn talk(stream: UnixStream) -> Value {
         Value::Null
     };
     json!({"hello": hello, "guard": guard})
+}
+
+/// Timed connect + `hello` round trips (the connection cost a CLI command pays once).
+fn hellos() -> Value {
+    let n: usize = std::env::var("SLATE_PEER_COUNT")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(2000);
+    let socket = socket();
+    let hello = format!(
+        "{}\n",
+        json!({"id": 1, "method": "hello", "params": {"protocols": [2]}})
+    );
+    let mut micros: Vec<u128> = Vec::with_capacity(n);
+    for _ in 0..n {
+        let started = std::time::Instant::now();
+        let stream = UnixStream::connect(&socket).expect("connect");
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut writer = stream;
+        writer.write_all(hello.as_bytes()).unwrap();
+        let mut answer = String::new();
+        reader.read_line(&mut answer).unwrap();
+        micros.push(started.elapsed().as_micros());
+        assert!(answer.contains("\"operator\""), "{answer}");
+    }
+    micros.sort_unstable();
+    // How many processes the server's walk from this one to init passes.
+    let mut depth = 0;
+    let mut pid = std::process::id();
+    while pid > 0 && depth < 100 {
+        depth += 1;
+        pid = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| {
+                let rest = s.rsplit_once(')')?.1.to_owned();
+                rest.split_ascii_whitespace().nth(1)?.parse().ok()
+            })
+            .unwrap_or(0);
+    }
+    json!({"n": n, "medianUs": micros[n / 2], "p99Us": micros[n * 99 / 100], "ancestry": depth})
 }
