@@ -118,12 +118,22 @@ struct Serve {
 
 impl Serve {
     fn start(name: &str, fake: &fake_llm::FakeLlm, pi: &pi_env::PiCommand) -> Self {
+        Self::start_with(name, fake, pi, &[])
+    }
+
+    /// `slate serve ARGS…`.
+    fn start_with(
+        name: &str,
+        fake: &fake_llm::FakeLlm,
+        pi: &pi_env::PiCommand,
+        args: &[&str],
+    ) -> Self {
         let sandbox = pi_env::PiSandbox::new(name, &fake.base_url()).unwrap();
         let run = sandbox.root().join("run");
         std::fs::create_dir(&run).unwrap();
         std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o700)).unwrap();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_slate"));
-        cmd.arg("serve").current_dir(&sandbox.work);
+        cmd.arg("serve").args(args).current_dir(&sandbox.work);
         for (key, _) in std::env::vars_os() {
             let k = key.to_string_lossy();
             if k.ends_with("_API_KEY") || k.starts_with("PI_") || k.starts_with("SLATE_") {
@@ -328,6 +338,62 @@ async fn a_tool_that_kills_its_containment_is_never_the_operator_1() {
         .unwrap();
     drop(operator);
     tokio::task::block_in_place(|| serve.finish());
+}
+
+/// A worker of one coordinator pointed `slate status` at another coordinator of the same user
+/// (`SLATE_SOCKET`): nothing of the second one's descended from the worker, so it answered
+/// as to the operator and listed its fleet. The worker's containment process carries a name
+/// every coordinator recognizes: there it speaks for nobody.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_is_nobody_to_another_coordinator_of_the_same_user_1() {
+    let Some(pi) =
+        pi_env::pi_or_skip("a_worker_is_nobody_to_another_coordinator_of_the_same_user_1")
+    else {
+        return;
+    };
+    let fake = fake_llm::FakeLlm::start().unwrap();
+    let home = Serve::start("fleet-a", &fake, &pi);
+    let other = Serve::start_with(
+        "fleet-b",
+        &fake,
+        &pi,
+        &["--backend", "sim", "--model", "fake/fake-model"],
+    );
+    let other_operator = Client::connect_path(&other.socket, ANSWER).await.unwrap();
+    let theirs = delegate(&other_operator, "Survey the parser", "scout", json!({})).await;
+    let operator = Client::connect_path(&home.socket, ANSWER).await.unwrap();
+    let work = home.sandbox.work.clone();
+    let command = format!(
+        "SLATE_SOCKET={} {} status > cross.out 2>&1; echo exit=$? >> cross.out",
+        other.socket.display(),
+        env!("CARGO_BIN_EXE_slate")
+    );
+    let worker = delegate(&operator, &shell_task(&command), "general", json!({})).await;
+    let out = tokio::task::block_in_place(|| wait_for_file(&work.join("cross.out"), SHELL_DONE));
+    let done = tokio::task::block_in_place(|| {
+        let deadline = Instant::now() + SHELL_DONE;
+        loop {
+            let text = std::fs::read_to_string(work.join("cross.out")).unwrap();
+            if text.contains("exit=") || Instant::now() > deadline {
+                return text;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    });
+    drop(out);
+    assert!(
+        done.contains("speaks for nobody")
+            && done.contains("slate-contain")
+            && done.ends_with("exit=1\n"),
+        "{done}"
+    );
+    assert!(!done.contains(&theirs.id.to_string()[..8]), "{done}");
+    until_status(&operator, worker, |s| s == "settled").await;
+    drop((operator, other_operator));
+    tokio::task::block_in_place(|| {
+        home.finish();
+        other.finish();
+    });
 }
 
 /// The real pi backend, keeping each started worker's capability for the test (what a
