@@ -15,6 +15,7 @@ mod actor;
 pub mod actors;
 pub mod backend;
 mod handle;
+pub mod lineage;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -3,4 +3,5 @@
 
 pub mod contain;
 pub mod pi;
+pub mod reaper;
 pub mod sim;

@@ -5,6 +5,8 @@
 
 #![allow(clippy::unwrap_used, reason = "test fixtures fail loudly")]
 
+#[path = "support/peer_client.rs"]
+mod peer_client;
 #[path = "support/service_fixture.rs"]
 mod service_fixture;
 use service_fixture::models;
@@ -481,8 +483,7 @@ async fn forged_ended_and_replaced_capabilities_are_refused_alike_and_never_writ
     let f = start("stale", None).await;
     let forged = Capability::from_presented("0".repeat(64));
     let malformed = Capability::from_presented("not a capability".into());
-    let unknown =
-        "hello.capability: not the capability of a live worker generation of this coordinator";
+    let unknown = "hello.capability: not the capability of a live worker generation of this coordinator presented from that worker's process tree";
     for presented in [&forged, &malformed] {
         let error = hello_refused(&f.socket, presented).await;
         assert_eq!(
@@ -672,6 +673,55 @@ async fn a_process_in_a_workers_tree_is_that_worker_never_the_operator() {
         fleet["children"].as_array().unwrap().len(),
         2,
         "nothing was admitted from the shell: {fleet}"
+    );
+    let (base, _) = f.finish().await;
+    let _ = std::fs::remove_dir_all(base);
+}
+
+/// Not a test: the control-socket client the tests run as a process of its own.
+#[test]
+fn peer_client() {
+    peer_client::run_if_asked();
+}
+
+/// A `Shell…` worker's process that connects to the coordinator, hands the connection to a
+/// child and exits, so that `hello` arrives on a connection whose peer process is gone.
+const HANDOFF_SHELL: &str = r"
+while [ ! -f go ]; do sleep 0.05; done
+sh ./handoff.sh
+touch done
+";
+
+/// A `hello` on a connection whose connecting process had exited: its ancestry could not be
+/// read, and an unreadable ancestry was taken for the operator's — a worker's process
+/// that connected, passed the socket to a child and exited got root authority. The peer's
+/// place is now fixed when the connection is accepted, and an ancestry that cannot be read
+/// speaks for nobody.
+#[tokio::test]
+async fn a_connection_whose_peer_exited_is_never_the_operator() {
+    let f = start("handoff", Some(HANDOFF_SHELL.to_owned())).await;
+    let a = f.delegate("Shell survey", json!({"spawns": 0})).await;
+    f.running(a).await;
+    let line = peer_client::command_line("handoff", None, None, "handoff.out");
+    std::fs::write(f.work.join("handoff.sh"), format!("{line}\n")).unwrap();
+    std::fs::write(f.work.join("go"), "").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !f.work.join("handoff.out").exists()
+        || std::fs::read_to_string(f.work.join("handoff.out"))
+            .unwrap()
+            .is_empty()
+    {
+        assert!(Instant::now() < deadline, "no answer to the late hello");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let answer: Value =
+        serde_json::from_str(&std::fs::read_to_string(f.work.join("handoff.out")).unwrap())
+            .unwrap();
+    let actor = &answer["result"]["actor"];
+    assert!(
+        answer["error"]["code"] == "actor-unknown"
+            || *actor == json!({"kind": "child", "target": a.to_string()}),
+        "never the operator: {answer}"
     );
     let (base, _) = f.finish().await;
     let _ = std::fs::remove_dir_all(base);

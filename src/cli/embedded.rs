@@ -25,6 +25,7 @@ use crate::store::paths;
 use crate::worker::contain::Containment;
 use crate::worker::pi::version_cache::{self, VersionCache};
 use crate::worker::pi::{PiBackend, PiCommand};
+use crate::worker::reaper::Subreaper;
 use crate::worker::sim::{ScriptBook, SimBackend};
 
 /// Which workers run the tasks.
@@ -190,10 +191,7 @@ impl Embedded {
                     .as_ref()
                     .is_some_and(PiSession::host_unsupported) =>
             {
-                Arc::new(
-                    PiBackend::new(PiCommand::from_env())
-                        .with_containment(Containment::this_slate_binary()),
-                )
+                Arc::new(contained(PiBackend::new(PiCommand::from_env()))?)
             }
             Backend::Pi => {
                 let pi = PiCommand::from_env();
@@ -206,10 +204,7 @@ impl Embedded {
                     .map_err(|e| {
                         Error::Environment(format!("pi cannot run delegated work: {e}"))
                     })?;
-                Arc::new(
-                    PiBackend::with_version(pi, version)
-                        .with_containment(Containment::this_slate_binary()),
-                )
+                Arc::new(contained(PiBackend::with_version(pi, version))?)
             }
         };
         let config = RuntimeConfig {
@@ -234,6 +229,19 @@ impl Embedded {
             routing,
         })
     }
+}
+
+/// `backend`'s workers under this `slate` binary's containment processes and, on Linux,
+/// this coordinator as their subreaper of last resort (`worker::reaper`): a process that
+/// leaves a worker's tree, even by killing its containment process, stays below this one
+/// and speaks for nobody. Failing that, no coordinator runs pi workers (exit 2 territory).
+fn contained(backend: PiBackend) -> Result<PiBackend, Error> {
+    let backend = backend.with_containment(Containment::this_slate_binary());
+    if !cfg!(target_os = "linux") {
+        return Ok(backend);
+    }
+    let subreaper = Subreaper::adopt().map_err(Error::Environment)?;
+    Ok(backend.with_subreaper(subreaper))
 }
 
 /// The delegation policy of `cwd`, watched from now on, and what it resolves to now.

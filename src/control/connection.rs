@@ -28,6 +28,7 @@ use super::methods::{
 };
 use super::protocol::{ControlError, RequestId, RequestLine, Response};
 use super::server::{Handler, ServerConfig, Session};
+use crate::runtime::lineage::Lineage;
 
 /// How long closing waits for queued lines to reach a peer that may not be reading.
 const CLOSE_FLUSH: Duration = Duration::from_secs(2);
@@ -189,6 +190,8 @@ struct Connection {
     lane: Lane,
     /// Before `hello`: the peer's identity without a client name.
     pending: Session,
+    /// Where the peer process stood when the connection was accepted (`None`: no pid).
+    peer: Option<Lineage>,
     session: Option<Arc<Session>>,
     outbox: Outbox,
     requests: JoinSet<()>,
@@ -215,6 +218,7 @@ pub(super) async fn run(
         Lane::Reserved => (1, Some(shared.config.reserved_idle)),
     };
     let mut conn = Connection {
+        peer: place_peer(&session, &shared),
         draining: *stop_signal.borrow(),
         lane: admitted_on,
         shared,
@@ -309,6 +313,20 @@ pub(super) async fn run(
     {
         writer.abort();
     }
+}
+
+/// Where the peer process stands. Read when the connection is accepted, not at `hello`: the
+/// process that connected is still there (it just did), while by `hello` it may have exited
+/// and handed the socket on, and its pid may even belong to another process
+/// (`runtime::lineage`). `None` when the socket reported no pid.
+fn place_peer(session: &Session, shared: &Shared) -> Option<Lineage> {
+    let pid = u32::try_from(session.peer_pid?).ok()?;
+    Some(
+        shared
+            .actors
+            .as_ref()
+            .map_or(Lineage::Outside, |actors| actors.place(pid)),
+    )
 }
 
 impl Connection {
@@ -413,7 +431,7 @@ impl Connection {
         }
         let caller = caller::identify(
             self.shared.actors.as_ref(),
-            self.pending.peer_pid,
+            self.peer.as_ref(),
             params.capability,
         )?;
         let hello = HelloResult {

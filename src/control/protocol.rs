@@ -41,12 +41,13 @@ pub mod codes {
     pub const SHUTTING_DOWN: &str = "shutting-down";
     pub const RESPONSE_TOO_LARGE: &str = "response-too-large";
     pub const INTERNAL: &str = "internal";
-    /// `hello.capability` admits nothing (forged, ended, replaced, or not this process
-    /// tree's worker).
+    /// `hello.capability` admits nothing (forged, ended, replaced, presented from outside its
+    /// worker's process tree, or not the worker the peer descends from).
     pub const CAPABILITY_REFUSED: &str = "capability-refused";
     /// The connection's generation ended or was replaced after `hello`.
     pub const ACTOR_ENDED: &str = "actor-ended";
-    /// The peer process is unknown, so the actor cannot be decided.
+    /// The peer speaks for nobody: no pid, a worker's leftover, another fleet's process, or
+    /// an ancestry that cannot be read (`runtime::lineage`).
     pub const ACTOR_UNKNOWN: &str = "actor-unknown";
     /// `hello.client.extension` is not the content hash of the extension embedded in this
     /// binary: the installed extension and the binary do not match.

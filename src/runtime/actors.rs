@@ -2,10 +2,15 @@
 //! process, kept by the runtime for the control layer (never by the sans-IO core).
 //!
 //! The runtime issues a fresh [`Capability`] each time it starts a generation's worker and
-//! hands it only to that worker process (its environment); the worker backend reports the
-//! process id once the process exists. Both are forgotten the moment the worker exits, so a
-//! capability or a process of an ended (or, after a followup, replaced) generation admits
-//! nothing any more. Nothing here is written anywhere: the capability's `Debug` and
+//! hands it only to that worker process (a pipe on its descriptor 3); the worker backend
+//! reports the process id once the process exists. Both are forgotten the moment the worker
+//! exits, so a capability or a process of an ended (or, after a followup, replaced)
+//! generation admits nothing any more.
+//!
+//! A capability handed to a process is **bound to that process's tree** ([`Holder`]): it
+//! admits only a connection whose peer is, or descends from, that worker process (issue 22,
+//! item 2). pi's memory can be read by any process of the same user; a capability read out
+//! of it and presented from anywhere else gains nothing. Nothing here is written anywhere: the capability's `Debug` and
 //! `Display` are redacted, and only [`Capability::expose`] and its `Serialize` (for the
 //! `hello` request alone) reveal it.
 
@@ -14,15 +19,12 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use super::lineage::{self, Lineage};
 use crate::core::ChildRef;
 use crate::policy::host_extensions::WorkerExtension;
 
 /// Random bytes in a capability (256 bits; the contract asks for at least 128).
 const CAPABILITY_BYTES: usize = 32;
-
-/// How many parent links [`ActorRegistry::worker_ancestor`] follows at most (Linux's default
-/// `pid_max` allows deeper chains only in theory; a loop in a racing `/proc` read ends too).
-const MAX_ANCESTRY: usize = 1024;
 
 /// A per-generation secret: 64 lowercase hex digits of OS randomness.
 ///
@@ -85,11 +87,36 @@ impl<'de> serde::Deserialize<'de> for Capability {
     }
 }
 
-/// One live worker process of one generation.
+/// Who holds a live generation's capability, and so from where it is accepted.
+///
+/// A worker on another machine (a later backend) will hold its capability on the one
+/// connection its transport brings in, and be bound to that connection instead (a
+/// `Connection` holder): the rule stays "presented from anywhere else, refused".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Holder {
+    /// Only Slate's memory: a worker that runs no process (the simulated backend), so there
+    /// is no tree to bind to; accepted on any connection of the same user.
+    Slate,
+    /// Handed to a process whose id the backend has not reported yet: admits nothing.
+    Starting,
+    /// The worker process `pid`: accepted only from it and its descendants.
+    Process(u32),
+}
+
+/// One live worker of one generation.
 #[derive(Debug)]
 struct LiveWorker {
     capability: Capability,
-    pid: Option<u32>,
+    holder: Holder,
+}
+
+impl LiveWorker {
+    fn pid(&self) -> Option<u32> {
+        match self.holder {
+            Holder::Process(pid) => Some(pid),
+            Holder::Slate | Holder::Starting => None,
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -160,10 +187,22 @@ impl ActorRegistry {
             child,
             LiveWorker {
                 capability: capability.clone(),
-                pid: None,
+                holder: Holder::Slate,
             },
         );
         Ok(capability)
+    }
+
+    /// The capability of `child` is being handed to a process: from now on it admits only
+    /// that process's tree, and nothing until its pid is reported ([`Self::set_pid`]).
+    pub fn handed_to_process(&self, child: ChildRef, capability: &Capability) {
+        let mut inner = self.lock();
+        if let Some(worker) = inner.workers.get_mut(&child)
+            && worker.capability == *capability
+            && worker.holder == Holder::Slate
+        {
+            worker.holder = Holder::Starting;
+        }
     }
 
     /// The worker process of `child` holding `capability` is running as `pid`. Ignored when
@@ -176,7 +215,8 @@ impl ActorRegistry {
         if worker.capability != *capability {
             return;
         }
-        let old = worker.pid.replace(pid);
+        let old = worker.pid();
+        worker.holder = Holder::Process(pid);
         if let Some(old) = old {
             inner.by_pid.remove(&old);
         }
@@ -188,36 +228,38 @@ impl ActorRegistry {
         self.lock().forget(child);
     }
 
-    /// The generation a presented capability belongs to, while its worker lives.
+    /// The generation a presented capability belongs to, while its worker lives (wherever
+    /// it is presented from: for a connection already admitted).
     pub fn capability_owner(&self, capability: &Capability) -> Option<ChildRef> {
         self.lock().by_capability.get(capability).copied()
     }
 
-    /// The live worker process of `child`, if one is running and has reported its pid.
-    pub fn worker_pid(&self, child: ChildRef) -> Option<u32> {
-        self.lock().workers.get(&child).and_then(|w| w.pid)
+    /// The generation a capability presented from outside every worker's tree admits: only
+    /// one that no process holds ([`Holder::Slate`], the simulated backend's).
+    pub fn capability_owner_anywhere(&self, capability: &Capability) -> Option<ChildRef> {
+        let inner = self.lock();
+        let child = *inner.by_capability.get(capability)?;
+        let worker = inner.workers.get(&child)?;
+        (worker.holder == Holder::Slate).then_some(child)
     }
 
-    /// The generation whose live worker process is `pid` or an ancestor of `pid` (following
-    /// `/proc/<pid>/stat` parent links up to init), with that worker's pid.
-    pub fn worker_ancestor(&self, pid: u32) -> Option<(ChildRef, u32)> {
-        if self.lock().by_pid.is_empty() {
-            // No worker process runs: nothing to descend from, no `/proc` reads.
-            return None;
-        }
-        let own = std::process::id();
-        let mut current = pid;
-        for _ in 0..MAX_ANCESTRY {
-            if let Some(&child) = self.lock().by_pid.get(&current) {
-                return Some((child, current));
-            }
-            // The coordinator itself and init are not workers, and nothing above them is.
-            if current <= 1 || current == own {
-                return None;
-            }
-            current = parent_pid(current)?;
-        }
-        None
+    /// The live worker process of `child`, if one is running and has reported its pid.
+    pub fn worker_pid(&self, child: ChildRef) -> Option<u32> {
+        self.lock().workers.get(&child).and_then(LiveWorker::pid)
+    }
+
+    /// Where this coordinator process sees the peer process `pid`
+    /// ([`lineage::place`](super::lineage::place)): in a live worker's tree, outside every
+    /// worker, or speaking for nobody.
+    pub fn place(&self, pid: u32) -> Lineage {
+        let worker = |pid: u32| self.lock().by_pid.get(&pid).copied();
+        lineage::place(
+            pid,
+            std::process::id(),
+            lineage::this_process_adopts(),
+            worker,
+            lineage::proc_stat,
+        )
     }
 }
 
@@ -225,26 +267,15 @@ impl Inner {
     fn forget(&mut self, child: ChildRef) {
         if let Some(worker) = self.workers.remove(&child) {
             self.by_capability.remove(&worker.capability);
-            if let Some(pid) = worker.pid {
+            if let Some(pid) = worker.pid() {
                 self.by_pid.remove(&pid);
             }
         }
     }
 }
 
-/// The parent of `pid` from `/proc/<pid>/stat` (`pid (comm) state ppid …`; `comm` may hold
-/// spaces and parentheses, so the fields are read after the last `)`).
-pub fn parent_pid(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_ppid(&stat)
-}
-
-fn parse_ppid(stat: &str) -> Option<u32> {
-    let (_, rest) = stat.rsplit_once(')')?;
-    let mut fields = rest.split_ascii_whitespace();
-    let _state = fields.next()?;
-    fields.next()?.parse().ok()
-}
+/// The parent of `pid` (kept here for the tests that read it).
+pub use super::lineage::parent_pid;
 
 #[cfg(test)]
 mod tests {
@@ -262,13 +293,6 @@ mod tests {
         assert!(a.expose().bytes().all(|c| c.is_ascii_hexdigit()));
         assert_ne!(a, b);
         assert!(!format!("{a:?} {a}").contains(a.expose()));
-    }
-
-    #[test]
-    fn ppid_is_read_after_the_last_parenthesis() {
-        assert_eq!(parse_ppid("42 (a) b) c) S 7 42 42 0"), Some(7));
-        assert_eq!(parse_ppid("42 (sh) R 1 1 1"), Some(1));
-        assert_eq!(parse_ppid("garbage"), None);
     }
 
     #[test]
@@ -295,7 +319,33 @@ mod tests {
         registry.revoke(one);
         assert_eq!(registry.capability_owner(&second), None);
         assert_eq!(registry.worker_pid(one), None);
-        assert_eq!(registry.worker_ancestor(4_000_003), None);
+        assert!(!matches!(registry.place(4_000_003), Lineage::Worker { .. }));
+    }
+
+    #[test]
+    fn a_capability_handed_to_a_process_is_accepted_only_from_its_tree() {
+        let registry = ActorRegistry::new();
+        let sim = child(3, 1);
+        let simulated = registry.issue(sim).unwrap();
+        assert_eq!(
+            registry.capability_owner_anywhere(&simulated),
+            Some(sim),
+            "no process holds it"
+        );
+        let pi = child(4, 1);
+        let handed = registry.issue(pi).unwrap();
+        registry.handed_to_process(pi, &handed);
+        assert_eq!(
+            registry.capability_owner_anywhere(&handed),
+            None,
+            "starting"
+        );
+        registry.set_pid(pi, &handed, 4_000_004);
+        assert_eq!(registry.capability_owner_anywhere(&handed), None);
+        assert_eq!(registry.capability_owner(&handed), Some(pi), "still live");
+        // A report for another capability changes nothing.
+        registry.handed_to_process(sim, &handed);
+        assert_eq!(registry.capability_owner_anywhere(&simulated), Some(sim));
     }
 
     #[test]
@@ -316,17 +366,22 @@ mod tests {
         let registry = ActorRegistry::new();
         let worker = child(2, 3);
         let capability = registry.issue(worker).unwrap();
-        assert_eq!(registry.worker_ancestor(sleep), None, "no pid reported yet");
-        registry.set_pid(worker, &capability, shell.id());
-        assert_eq!(registry.worker_ancestor(sleep), Some((worker, shell.id())));
         assert_eq!(
-            registry.worker_ancestor(shell.id()),
-            Some((worker, shell.id()))
+            registry.place(sleep),
+            Lineage::Outside,
+            "no pid reported yet"
         );
+        registry.set_pid(worker, &capability, shell.id());
+        let found = Lineage::Worker {
+            child: worker,
+            pid: shell.id(),
+        };
+        assert_eq!(registry.place(sleep), found);
+        assert_eq!(registry.place(shell.id()), found);
         assert_eq!(
-            registry.worker_ancestor(std::process::id()),
-            None,
-            "the coordinator is no worker's descendant"
+            registry.place(std::process::id()),
+            Lineage::Outside,
+            "the coordinator's own process is the operator's"
         );
         let _ = std::process::Command::new("kill")
             .arg(sleep.to_string())

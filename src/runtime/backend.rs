@@ -115,8 +115,13 @@ impl WorkerIdentity {
     /// The read end of a pipe that holds the capability and then ends (the write end is
     /// closed here): to become [`CAPABILITY_FD`] of the worker process. Close-on-exec in this
     /// process, so no other child inherits it. 64 bytes fit the pipe buffer: never blocks.
+    ///
+    /// From this call on the capability is bound to the worker process's tree: it admits
+    /// nothing until [`Self::report_pid`], then only that process and its descendants.
     pub fn capability_pipe(&self) -> std::io::Result<std::os::fd::OwnedFd> {
         use std::io::Write as _;
+        self.registry
+            .handed_to_process(self.child, &self.capability);
         let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
         std::fs::File::from(write).write_all(self.capability.expose().as_bytes())?;
         Ok(read)

@@ -28,16 +28,19 @@
 //!
 //! Slate reports the containment process's pid as the worker's, so a process that left pi's
 //! tree (a daemonized tool, now a child of the containment process) still speaks as that
-//! generation on the control socket, and everything Slate signals is the worker's group.
+//! generation on the control socket, and everything Slate signals is the worker's group. It
+//! names itself [`crate::runtime::lineage::CONTAINMENT_NAME`] (`comm`) first, so every
+//! coordinator of the user recognizes a worker's tree, its own or another's.
 //!
 //! **Why this design.** Alternatives considered:
 //! - *A cgroup per worker* (`cgroup.kill`) would be atomic and escape-proof, but needs a
 //!   writable, delegated cgroup v2 hierarchy, which many machines (containers, cgroup v1
 //!   hosts such as the one Slate was built on) do not offer; it can be added on top later.
-//! - *Slate itself as subreaper, with an environment marker to tell workers apart*: orphans
-//!   would become Slate's children, which tokio does not reap (zombies) and cannot attribute
-//!   safely (a process can clear its environment), and a `kill -9` of Slate would still leave
-//!   everything to PID 1.
+//! - *Slate itself as the only subreaper, with an environment marker to tell workers apart*:
+//!   orphans would be attributed by something a process can clear (its environment), and a
+//!   `kill -9` of Slate would leave everything to PID 1. Slate is a subreaper too, but only
+//!   as the last resort above the containment processes (`worker::reaper`): what lands there
+//!   is attributed to nobody, not to a worker.
 //! - *`PR_SET_PDEATHSIG` on pi*: needs a `pre_exec` hook (`unsafe`, forbidden) and still never
 //!   reaches the tools in their own process groups.
 //!
@@ -45,7 +48,10 @@
 //! `docs/performance.md`); it reads nothing from the worker's pipes.
 //!
 //! **Limits.** This is containment, not a sandbox: a tool running as the same user can still
-//! `kill -9` the containment process itself, after which its leftovers go to PID 1. Between a
+//! `kill -9` the containment process itself. Its leftovers then go to the next subreaper
+//! above: the `slate` coordinator (`worker::reaper`), where they speak for nobody, and which
+//! ends the worker's pi and reaps them; to PID 1 only under a program that embeds the
+//! runtime without adopting orphans. Between a
 //! `/proc` scan and its signal a grandchild could exit, be reaped by its own parent and have
 //! its pid reused; direct children cannot (they are reaped only here). On other platforms
 //! there is no containment process: each worker leads its own process group, and a tool in
@@ -127,7 +133,6 @@ pub fn main_if_asked() {
 
 #[cfg(target_os = "linux")]
 mod linux {
-    use std::collections::HashMap;
     use std::ffi::OsString;
     use std::os::fd::AsFd as _;
     use std::time::Instant;
@@ -141,7 +146,7 @@ mod linux {
     use nix::unistd::{Pid, getpid, getppid};
 
     use super::GRACE;
-    use crate::runtime::actors::parent_pid;
+    use crate::runtime::lineage::{self, CONTAINMENT_NAME};
 
     /// The parent-death signal. Not a stop signal: a parent-death signal also comes when
     /// only the parent *thread* ended, so it means "look at `getppid()`".
@@ -170,6 +175,15 @@ mod linux {
     }
 
     pub fn contain(mut args: impl Iterator<Item = OsString>) -> i32 {
+        // First of all, the name by which any coordinator recognizes a worker's tree
+        // (`runtime::lineage`): a process below it that is not that coordinator's live
+        // worker speaks for nobody. Only this process can change it.
+        if let Ok(name) = std::ffi::CString::new(CONTAINMENT_NAME)
+            && let Err(e) = prctl::set_name(&name)
+        {
+            eprintln!("slate: cannot name the containment process: {e}");
+            return FAILED;
+        }
         let parent = args
             .next()
             .and_then(|p| p.to_str().and_then(|p| p.parse::<i32>().ok()));
@@ -352,34 +366,13 @@ mod linux {
         }
     }
 
-    /// Every live process below `root`, from the parent links in `/proc/<pid>/stat`.
+    /// Every process below `root` (`runtime::lineage::descendants`).
     fn descendants(root: Pid) -> Vec<Pid> {
-        let Ok(dir) = std::fs::read_dir("/proc") else {
-            return Vec::new();
-        };
-        let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
-        for entry in dir.flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| n.parse::<u32>().ok())
-            else {
-                continue;
-            };
-            if let Some(parent) = parent_pid(pid) {
-                children.entry(parent).or_default().push(pid);
-            }
-        }
-        let mut out = Vec::new();
-        let mut todo = vec![u32::try_from(root.as_raw()).unwrap_or(0)];
-        while let Some(pid) = todo.pop() {
-            for &child in children.get(&pid).into_iter().flatten() {
-                out.push(Pid::from_raw(i32::try_from(child).unwrap_or(0)));
-                todo.push(child);
-            }
-        }
-        out.retain(|p| p.as_raw() > 0);
-        out
+        let root = u32::try_from(root.as_raw()).unwrap_or(0);
+        lineage::descendants(root)
+            .into_iter()
+            .filter_map(|pid| i32::try_from(pid).ok().map(Pid::from_raw))
+            .collect()
     }
 
     #[cfg(test)]

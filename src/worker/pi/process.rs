@@ -46,6 +46,7 @@ use crate::worker::pi::extension::installed_extension;
 use crate::worker::pi::lines::{self, BoundedLines, LINE_MAX, Line};
 use crate::worker::pi::mapper::{Output, PiMapper, Sent};
 use crate::worker::pi::recovery::{CONTINUATION, RouteRecovery, Step};
+use crate::worker::reaper::Subreaper;
 
 /// Bytes of stderr kept per worker (the tail).
 const STDERR_KEEP: usize = 16 * 1024;
@@ -119,6 +120,9 @@ pub struct PiBackend {
     extension: Option<Arc<Path>>,
     /// What keeps a worker's processes from outliving it (`worker::contain`).
     containment: Containment,
+    /// This process as the workers' subreaper of last resort (`worker::reaper`), held as
+    /// long as workers can be started: dropping it ends what is left below this process.
+    subreaper: Option<Subreaper>,
 }
 
 impl PiBackend {
@@ -128,6 +132,7 @@ impl PiBackend {
             version: Arc::new(OnceCell::new()),
             extension: None,
             containment: Containment::default(),
+            subreaper: None,
         }
     }
 
@@ -139,6 +144,7 @@ impl PiBackend {
             version: Arc::new(OnceCell::new_with(Some(Ok(version)))),
             extension: None,
             containment: Containment::default(),
+            subreaper: None,
         }
     }
 
@@ -147,6 +153,14 @@ impl PiBackend {
     #[must_use]
     pub fn with_containment(mut self, containment: Containment) -> Self {
         self.containment = containment;
+        self
+    }
+
+    /// This process adopts what leaves its workers' trees (`worker::reaper`); whatever is
+    /// left below it when the backend is dropped (the runtime ended) is ended then.
+    #[must_use]
+    pub fn with_subreaper(mut self, subreaper: Subreaper) -> Self {
+        self.subreaper = Some(subreaper);
         self
     }
 
@@ -496,11 +510,12 @@ impl Driver {
         }
     }
 
-    fn signal_group(&self, signal: Signal) {
-        if let Some(pid) = self.pid.and_then(|p| i32::try_from(p).ok()) {
+    /// Signals the worker's process group; whether any process was in it.
+    fn signal_group(&self, signal: Signal) -> bool {
+        self.pid
+            .and_then(|p| i32::try_from(p).ok())
             // The worker leads its own process group (`process_group(0)`).
-            let _ = killpg(Pid::from_raw(pid), signal);
-        }
+            .is_some_and(|pid| killpg(Pid::from_raw(pid), signal).is_ok())
     }
 }
 
@@ -633,6 +648,12 @@ async fn run_worker(
     }
 
     let mut lines = BoundedLines::new(stdout, LINE_MAX);
+    // A contained worker's child is its containment process, which outlives pi and ends
+    // with it. One that ends while pi still runs was killed (by a tool of the same user):
+    // pi, no longer contained, is ended at once (`WorkerExited`'s reason says why).
+    let contained = *containment != Containment::ProcessGroup;
+    let mut containment_ended: Option<std::process::ExitStatus> = None;
+    let mut containment_killed = false;
     let mut stdout_open = true;
     let mut commands_open = true;
     let mut stats_deadline: Option<tokio::time::Instant> = None;
@@ -702,6 +723,13 @@ async fn run_worker(
                 kill_at = None;
                 driver.signal_group(Signal::SIGKILL);
             }
+            status = child.wait(), if contained && containment_ended.is_none() => {
+                // Normally pi is gone by now and its group with it (the containment reaped
+                // everything before it exited): the signal finds no one, and the rest of
+                // stdout is still read. Found someone: the containment died before pi.
+                containment_ended = Some(status.unwrap_or_default());
+                containment_killed = driver.signal_group(Signal::SIGKILL);
+            }
         }
     }
     driver.finish_settle();
@@ -723,6 +751,11 @@ async fn run_worker(
         },
         None => "exit status unknown".to_owned(),
     };
+    if containment_killed {
+        reason = format!(
+            "its containment process ended ({reason}) while pi still ran, so pi was killed; what the worker left behind speaks for nobody"
+        );
+    }
     if let Some(last) = driver.evidence.back() {
         let _ = write!(
             reason,
