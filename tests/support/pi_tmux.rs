@@ -272,13 +272,13 @@ impl InteractivePi {
     /// alive after 15 s, if any.
     pub fn quit(&self) -> Vec<String> {
         let deadline = Instant::now() + Duration::from_secs(15);
-        let mut asked = Instant::now() - Duration::from_secs(10);
+        let mut asked: Option<Instant> = None;
         while Instant::now() < deadline {
             let exited = self.screen().contains("PI-EXIT=");
             // Again now and then: a key that arrives while pi is still drawing can be lost.
-            if !exited && asked.elapsed() > Duration::from_secs(2) {
+            if !exited && asked.is_none_or(|t| t.elapsed() > Duration::from_secs(2)) {
                 self.keys(&["C-d"]);
-                asked = Instant::now();
+                asked = Some(Instant::now());
             }
             // The tmux shell's own `sleep` carries the tag too; it is not pi's.
             let left = self.left_behind();
