@@ -10,6 +10,7 @@ pub mod error;
 mod fleet;
 mod handoff;
 mod hub;
+mod man;
 mod mcp;
 pub mod pi;
 pub mod printer;
@@ -42,6 +43,26 @@ pub enum ExitCode {
 }
 
 impl ExitCode {
+    /// Every code, in order (the man page's EXIT STATUS lists them from here).
+    pub const ALL: [Self; 5] = [
+        Self::Ok,
+        Self::Refused,
+        Self::Usage,
+        Self::NoCoordinator,
+        Self::Busy,
+    ];
+
+    /// What the code means, one sentence.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Self::Ok => "Success.",
+            Self::Refused => "A refused request, or an outcome that failed or was cancelled.",
+            Self::Usage => "A usage or configuration error; nothing was changed.",
+            Self::NoCoordinator => "No coordinator is reachable.",
+            Self::Busy => "The coordinator is at its connection limit (busy); try again later.",
+        }
+    }
+
     /// The one mapping from a control-socket failure to an exit code (and the stable code
     /// shown in `--json` errors): a refusal is 1, a request this build got wrong is 2, no
     /// coordinator is 3, a coordinator at capacity is 4.
@@ -145,11 +166,17 @@ pub enum Command {
     },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
+        /// The shell to write the script for.
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff), e.g. `slate man > slate.1`.
-    Man,
+    /// Print the man page (roff), e.g. `slate man > slate.1`; `--dir` writes every page.
+    Man {
+        /// Write `slate.1` and one `slate-NAME.1` per subcommand into this directory (created
+        /// if missing) instead of printing the top page.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// Serve a headless coordinator for this directory on its control socket.
     Serve {
         /// Which workers run the tasks.
@@ -236,6 +263,9 @@ pub enum Command {
     /// Show the fleet of the coordinator serving this directory (same as `subagent-status`),
     /// or one generation: `UUID@GEN` or `UUID GEN`.
     Status {
+        /// One exact generation (`UUID@GEN`, or `UUID GEN`) to show with its history;
+        /// without it, the whole fleet.
+        #[arg(num_args = 0..=2, value_name = "TARGET")]
         target: Vec<String>,
         #[command(flatten)]
         select: Select,
@@ -294,14 +324,17 @@ pub enum Command {
     },
     /// Stop one generation and its subtree.
     Stop {
-        #[arg(num_args = 1..=2, required = true)]
+        /// The exact generation: `UUID@GEN`, or `UUID GEN` as two words (never a prefix).
+        #[arg(num_args = 1..=2, required = true, value_name = "TARGET")]
         target: Vec<String>,
         #[command(flatten)]
         select: Select,
     },
     /// Steer a running generation: `slate steer UUID@GEN TEXT`.
     Steer {
+        /// The exact generation, `UUID@GEN` (never a prefix).
         target: String,
+        /// The steering text, delivered while it runs.
         text: String,
         #[command(flatten)]
         select: Select,
@@ -313,6 +346,8 @@ pub enum Command {
         /// `[UUID@GEN | UUID GEN] TEXT`: an optional exact target, then the text.
         #[arg(num_args = 1..=3, required = true, value_name = "TARGET… TEXT")]
         words: Vec<String>,
+        /// How the child gets it: `inbox` (read with its own inbox), `steer` (now, while it
+        /// runs) or `followUp` (after its current turn).
         #[arg(long, default_value = "inbox", value_parser = ["inbox", "steer", "followUp"])]
         mode: String,
         #[command(flatten)]
@@ -325,7 +360,8 @@ pub enum Command {
     },
     /// Park an idle generation.
     Park {
-        #[arg(num_args = 1..=2, required = true)]
+        /// The exact generation: `UUID@GEN`, or `UUID GEN` as two words (never a prefix).
+        #[arg(num_args = 1..=2, required = true, value_name = "TARGET")]
         target: Vec<String>,
         #[command(flatten)]
         select: Select,
@@ -382,21 +418,26 @@ pub enum Command {
     },
     /// A new generation for an idle identity: `slate followup UUID@GEN TEXT`.
     Followup {
+        /// The exact generation, `UUID@GEN` (never a prefix).
         target: String,
+        /// The next assignment (a new generation of the same identity).
         text: String,
         #[command(flatten)]
         select: Select,
     },
     /// A new generation for a parked identity: `slate revive UUID@GEN TEXT`.
     Revive {
+        /// The exact generation, `UUID@GEN` (never a prefix).
         target: String,
+        /// The assignment of the new generation.
         text: String,
         #[command(flatten)]
         select: Select,
     },
     /// The read-only messages of exactly one generation.
     Transcript {
-        #[arg(num_args = 1..=2, required = true)]
+        /// The exact generation: `UUID@GEN`, or `UUID GEN` as two words (never a prefix).
+        #[arg(num_args = 1..=2, required = true, value_name = "TARGET")]
         target: Vec<String>,
         #[command(flatten)]
         select: Select,
@@ -471,15 +512,7 @@ pub fn try_main(printer: &Printer, command: Command) -> Result<ExitCode, Error> 
             printer.out(&String::from_utf8_lossy(&out))?;
             Ok(ExitCode::Ok)
         }
-        Command::Man => {
-            let command = <Cli as clap::CommandFactory>::command();
-            let mut out = Vec::new();
-            clap_mangen::Man::new(command)
-                .render(&mut out)
-                .map_err(|e| Error::Environment(format!("cannot render the man page: {e}")))?;
-            printer.out(&String::from_utf8_lossy(&out))?;
-            Ok(ExitCode::Ok)
-        }
+        Command::Man { dir } => man::run(printer, dir.as_deref()),
         Command::Profiles {
             approve,
             no_approve,

@@ -7,6 +7,7 @@ pub mod event_log;
 pub mod fs;
 pub mod paths;
 mod private;
+pub mod replace;
 pub mod session;
 
 pub use error::StoreError;

@@ -449,6 +449,110 @@ fn completions_and_man_page_come_from_the_clap_definitions() {
     );
 }
 
+/// `slate man --dir` writes every page the top page refers to (`slate-NAME(1)` for each
+/// subcommand, nested ones by their whole path), the top page has the sections clap does not
+/// write, and `mandoc -T lint` finds nothing to say where mandoc is installed (`.ci/run`
+/// installs it; elsewhere the lint is skipped loudly).
+#[test]
+fn every_man_page_the_top_page_names_is_written() {
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_slate"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let dir = std::env::temp_dir().join(format!("slate-man-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = run(&["man", "--dir", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let top = std::fs::read_to_string(dir.join("slate.1")).unwrap();
+    assert_eq!(
+        top,
+        String::from_utf8_lossy(&run(&["man"]).stdout),
+        "--dir writes what man prints"
+    );
+    for section in ["EXIT STATUS", "ENVIRONMENT", "FILES", "EXAMPLES"] {
+        assert!(
+            top.contains(&format!(".SH \"{section}\"")) || top.contains(&format!(".SH {section}")),
+            "{section} section"
+        );
+    }
+    for code in ["0", "1", "2", "3", "4"] {
+        assert!(
+            top.contains(&format!("\\fB{code}\\fR")),
+            "exit status {code} listed"
+        );
+    }
+    let referenced = regex::Regex::new(r"(slate(?:\\-[a-z]+)+)\\?\(1\)").unwrap();
+    let mut names: Vec<String> = referenced
+        .captures_iter(&top)
+        .map(|c| c[1].replace("\\-", "-"))
+        .collect();
+    names.sort();
+    names.dedup();
+    assert!(
+        names.len() > 20,
+        "the top page lists the subcommands: {names:?}"
+    );
+    assert!(
+        names.contains(&"slate-pi-install".to_owned()) || names.contains(&"slate-pi".to_owned())
+    );
+    for name in &names {
+        assert!(
+            dir.join(format!("{name}.1")).is_file(),
+            "{name}(1) is referenced but not written"
+        );
+    }
+    assert!(
+        dir.join("slate-pi-install.1").is_file(),
+        "nested subcommands get their own page"
+    );
+    assert!(
+        !dir.join("slate-help.1").exists(),
+        "no page for clap's help subcommand"
+    );
+    // Every argument has help: an entry (`.TP`, its name line) is followed by text.
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let page = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = page.lines().collect();
+        for w in lines.windows(3) {
+            if w[0] == ".TP" && !w[1].starts_with('.') {
+                assert!(
+                    !w[2].starts_with('.') && !w[2].is_empty(),
+                    "{}: {} has no help text",
+                    path.display(),
+                    w[1]
+                );
+            }
+        }
+    }
+    if Command::new("mandoc").arg("-V").output().is_ok() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let lint = Command::new("mandoc")
+                .args(["-T", "lint", "-W", "warning"])
+                .arg(&path)
+                .output()
+                .unwrap();
+            assert!(
+                lint.status.success() && lint.stdout.is_empty(),
+                "mandoc -T lint {}: {}{}",
+                path.display(),
+                String::from_utf8_lossy(&lint.stdout),
+                String::from_utf8_lossy(&lint.stderr)
+            );
+        }
+    } else {
+        assert!(
+            !std::env::var("CI").is_ok_and(|v| v == "true"),
+            "mandoc is missing under CI=true (.ci/run installs it)"
+        );
+        eprintln!("SKIPPED: mandoc -T lint of the man pages: mandoc is not installed");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_root_model_without_a_provider_is_a_usage_error() {
     let base = std::env::temp_dir().join(format!("slate-cli-model-{}", std::process::id()));

@@ -294,7 +294,7 @@ pub fn run(printer: &Printer, command: Command) -> Result<ExitCode, Error> {
         Command::Demo { .. }
         | Command::Completions { .. }
         | Command::Hub { .. }
-        | Command::Man
+        | Command::Man { .. }
         | Command::Effective { .. }
         | Command::Profiles { .. }
         | Command::Run { .. }

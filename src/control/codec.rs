@@ -4,6 +4,11 @@
 //! reported as `line-too-long` at once and the rest of it is discarded up to the next newline,
 //! after which reading goes on normally. A line that is not UTF-8 is a `parse-error`. Both are
 //! errors of that one line; the stream stays usable.
+//!
+//! Hand-rolled on purpose: `tokio_util::codec::LinesCodec::new_with_max_length` also caps a
+//! line, but it reports only "max line length exceeded" after the fact, keeps no head of the
+//! line (so the refusal could not carry the request's `"id"`), and maps invalid UTF-8 to an
+//! error that ends the stream instead of refusing that one line.
 
 use std::io;
 

@@ -11,9 +11,9 @@
 //! connect is refused (or that is gone) is stale: it and its metadata are removed then, and only
 //! then. A pid that looks dead proves nothing (pid namespaces, reuse), so it is never a reason.
 
-use std::fs::{self, DirBuilder, OpenOptions};
-use std::io::{self, Write as _};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::fs::{self, DirBuilder};
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 
@@ -336,36 +336,17 @@ pub fn read_metadata(path: &Path) -> Result<Metadata, DiscoveryError> {
     })
 }
 
-/// Writes `path` atomically: a fresh 0600 temp file beside it, synced, then renamed over.
+/// Writes `path` atomically, 0600 (`store::replace`).
 pub fn write_metadata(path: &Path, metadata: &Metadata) -> Result<(), DiscoveryError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map_or_else(|| "metadata".into(), |n| n.to_string_lossy().into_owned());
-    let temp = dir.join(format!(".{name}.{}.tmp", Uuid::new_v4().simple()));
     let mut bytes = crate::json::to_vec_pretty(metadata).map_err(|e| DiscoveryError::Io {
         path: path.to_owned(),
         source: io::Error::other(e),
     })?;
     bytes.push(b'\n');
-    let written = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(FILE_MODE)
-            .open(&temp)?;
-        file.write_all(&bytes)?;
-        file.sync_all()?;
-        fs::rename(&temp, path)
-    })();
-    if let Err(source) = written {
-        let _ = fs::remove_file(&temp);
-        return Err(DiscoveryError::Io {
-            path: path.to_owned(),
-            source,
-        });
-    }
-    Ok(())
+    crate::store::replace::replace(path, &bytes, FILE_MODE).map_err(|source| DiscoveryError::Io {
+        path: path.to_owned(),
+        source,
+    })
 }
 
 /// Creates `path` with mode 0700 when it is missing (parents too), then checks it.

@@ -8,8 +8,8 @@
 //! removed, so pi never loads a stale module beside the current ones.
 
 use std::fs;
-use std::io::{self, Write as _};
-use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _};
+use std::io;
+use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -161,26 +161,9 @@ fn extra_entries(dir: &Path) -> io::Result<Vec<String>> {
     Ok(extra)
 }
 
-/// `dir/name` := `content`, 0600, through a temporary sibling and a rename.
+/// `dir/name` := `content`, exactly 0600, replaced whole.
 fn write_file(dir: &Path, name: &str, content: &[u8]) -> io::Result<()> {
-    let temp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let _ = fs::remove_file(&temp);
-    let written = (|| {
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&temp)?;
-        // Exactly 0600 whatever the umask.
-        file.set_permissions(fs::Permissions::from_mode(0o600))?;
-        file.write_all(content)?;
-        file.sync_all()?;
-        fs::rename(&temp, dir.join(name))
-    })();
-    if written.is_err() {
-        let _ = fs::remove_file(&temp);
-    }
-    written
+    crate::store::replace::replace(&dir.join(name), content, 0o600)
 }
 
 /// Removes the directory; `false` when there was none.

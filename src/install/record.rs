@@ -4,8 +4,7 @@
 //! directories it created for the file.
 
 use std::fs;
-use std::io::{self, Write as _};
-use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -91,23 +90,7 @@ impl Records {
             source: io::Error::other(e),
         })?;
         bytes.push(b'\n');
-        let temp = path.with_extension(format!("tmp-{}", std::process::id()));
-        let _ = fs::remove_file(&temp);
-        let written = (|| {
-            let mut file = fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&temp)?;
-            file.set_permissions(fs::Permissions::from_mode(0o600))?;
-            file.write_all(&bytes)?;
-            file.sync_all()?;
-            fs::rename(&temp, &path)
-        })();
-        if written.is_err() {
-            let _ = fs::remove_file(&temp);
-        }
-        written.map_err(io_error("write"))
+        crate::store::replace::replace(&path, &bytes, 0o600).map_err(io_error("write"))
     }
 
     /// Forgets the record for `settings` (none is fine); the directory goes when empty.

@@ -21,10 +21,9 @@
 
 use std::ffi::OsString;
 use std::fs;
-use std::io::{self, Write as _};
+use std::io;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use serde::{Deserialize, Serialize};
@@ -423,10 +422,9 @@ pub fn create_dirs(dir: &Path, created: &mut Vec<PathBuf>) -> Result<(), Install
     Ok(())
 }
 
-/// Replaces the file at `path` (through a symlink) with `text`: a temporary sibling, renamed
-/// into place, with the old file's permissions (a new file gets the umask's).
+/// Replaces the file at `path` (through a symlink) with `text` (`store::replace`), with the old
+/// file's permissions; a new file is 0600 (it is the user's own configuration).
 pub fn write(path: &Path, text: &str) -> Result<(), InstallError> {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
     let io_error = |path: &Path, action: &'static str| {
         let path = path.to_owned();
         move |source| InstallError::Io {
@@ -442,31 +440,8 @@ pub fn write(path: &Path, text: &str) -> Result<(), InstallError> {
         _ => path.to_owned(),
     };
     let old_mode = fs::metadata(&target).ok().map(|m| m.permissions().mode());
-    let dir = target.parent().unwrap_or(Path::new("/"));
-    let name = target
-        .file_name()
-        .map_or_else(|| "settings".into(), |n| n.to_string_lossy().into_owned());
-    let temp = dir.join(format!(
-        ".{name}.slate-{}-{}.tmp",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
-    let written = (|| {
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)?;
-        if let Some(mode) = old_mode {
-            file.set_permissions(fs::Permissions::from_mode(mode & 0o7777))?;
-        }
-        file.write_all(text.as_bytes())?;
-        file.sync_all()?;
-        fs::rename(&temp, &target)
-    })();
-    if written.is_err() {
-        let _ = fs::remove_file(&temp);
-    }
-    written.map_err(io_error(&target, "write"))
+    crate::store::replace::replace(&target, text.as_bytes(), old_mode.unwrap_or(0o600))
+        .map_err(io_error(&target, "write"))
 }
 
 /// Removes the file at `path` (a symlink itself, not its target: the link is what was

@@ -229,6 +229,8 @@ pub fn is_intact(dir: &Path) -> bool {
 }
 
 /// Write a fresh copy next to `target` and rename it into place, replacing whatever is there.
+/// (A whole directory swapped in one rename, with a damaged one moved aside: not the one-file
+/// `store::replace`.)
 fn put_in_place(base: &Path, target: &Path, hash: &str) -> io::Result<()> {
     let temp = write_copy(base, hash)?;
     let result = swap_in(base, &temp, target, hash);

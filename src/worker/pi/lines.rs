@@ -21,6 +21,10 @@
 //! several images. Slate takes nothing from them (each message already arrived in its own
 //! `message_end`), so [`Line::TooLong::summary`] tells the driver that losing one costs
 //! nothing; any other over-long line lost a record Slate needs.
+//!
+//! Hand-rolled for the reasons `control::codec` gives (tokio-util's `LinesCodec` keeps no head
+//! of an over-long line and ends the stream on invalid UTF-8), and because a line here is lent
+//! out borrowed from the reader's buffer: no copy per record of a chatty worker.
 
 use std::io;
 

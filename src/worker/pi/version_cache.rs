@@ -34,8 +34,7 @@
 
 use std::ffi::OsStr;
 use std::fs;
-use std::io::Write as _;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -215,22 +214,7 @@ impl VersionCache {
             .mode(0o700)
             .create(&self.dir)?;
         let bytes = serde_json::to_vec(&file).map_err(std::io::Error::other)?;
-        let temp = self
-            .dir
-            .join(format!("{FILE_NAME}.{}.tmp", std::process::id()));
-        let written = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&temp)
-            .and_then(|mut f| f.write_all(&bytes).and_then(|()| f.sync_all()));
-        match written.and_then(|()| fs::rename(&temp, self.file())) {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                let _ = fs::remove_file(&temp);
-                Err(e)
-            }
-        }
+        crate::store::replace::replace(&self.file(), &bytes, 0o600)
     }
 }
 
