@@ -96,6 +96,13 @@ fn body(
         Span::styled(s.profile.as_str().to_owned(), theme::title()),
         Span::raw(" "),
     ];
+    // The short handle, for reading only (the record line carries the full identity).
+    if identity.is_none() {
+        spans.push(Span::styled(
+            format!("{} ", s.child_ref().handle()),
+            theme::dim(),
+        ));
+    }
     // The headline gets about a third of a wide line, never less than a few columns.
     let cap = (width / 3).max(12);
     spans.push(Span::raw(fit(&headline(&s.assignment), cap)));
@@ -182,6 +189,17 @@ pub fn queued_line(queued: &[&ChildSnapshot], width: usize) -> Line<'static> {
             ),
             Span::styled(format!(" ({detail})"), theme::dim()),
         ],
+        width,
+    )
+}
+
+/// `+N finished`: rows of ended subtrees whose outcome reached the parent, collapsed.
+pub fn collapsed_line(n: usize, width: usize) -> Line<'static> {
+    fit_spans(
+        vec![Span::styled(
+            format!("{} +{n} finished, delivered", glyph(Status::Settled)),
+            theme::dim(),
+        )],
         width,
     )
 }
