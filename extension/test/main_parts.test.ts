@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 
 import { ControlClient } from "../control.ts";
-import { hubPlan, shellQuote, statusArgv, steerArgv, stopArgv, slateSubcommand } from "../commands.ts";
+import { hubPlan, shellQuote, statusArgv, steerArgv, stopArgv, slateSubcommand, targetCompletions } from "../commands.ts";
 import { parseServed, serveArgs } from "../coordinator.ts";
 import { OutcomeDelivery, outcomeMessage } from "../delivery.ts";
 import { errorText, handoffArgv, registerHandoff } from "../handoff.ts";
@@ -37,6 +37,28 @@ after(async () => {
 
 // ---------------------------------------------------------------------------------------------
 // Commands
+
+test("Tab completes a command's target to the full identity from `targets`; only the first word", () => {
+	const targets = [
+		{ target: `${ID}@1`, handle: "0b6a0000", role: "scout", status: "running", headline: "survey" },
+		{ target: "7c1d0000-0000-4000-8000-00000000000b@2", handle: "7c1d0000@2", role: "review", status: "settled", headline: "check" },
+	];
+	const first = { value: `${ID}@1 `, label: "0b6a0000  scout  running", description: "survey" };
+	const second = {
+		value: "7c1d0000-0000-4000-8000-00000000000b@2 ",
+		label: "7c1d0000@2  review  settled",
+		description: "check",
+	};
+	assert.deepEqual(targetCompletions("", targets), [first, second]);
+	assert.deepEqual(targetCompletions("0b6a", targets), [first]);
+	assert.deepEqual(targetCompletions("7c1d0000@", targets), [second]);
+	assert.deepEqual(targetCompletions(`${ID}@`, targets), [first]);
+	// Nothing matches, or the target is followed by more: no completion.
+	assert.equal(targetCompletions("ffff", targets), null);
+	assert.equal(targetCompletions(`${ID}@1 look`, targets), null);
+	assert.equal(targetCompletions("0b6a0000 ", targets), null);
+	assert.equal(targetCompletions("", []), null);
+});
 
 test("/subagent-status, -stop and -steer build the CLI's argv; bad arity shows the usage", () => {
 	assert.deepEqual(statusArgv("  ", P), { ok: true, argv: ["status", "--parent", P] });
@@ -236,6 +258,16 @@ test("delivery: one message per expected call, early or late; others ignored; no
 		["p1", { triggerTurn: false }],
 		["p2", { triggerTurn: true, deliverAs: "followUp" }],
 	]);
+	// Each delivered outcome is acknowledged on the same connection, once (the widget collapses
+	// delivered rows); the call nobody expected is not.
+	await fake.until(() => fake.received.filter((r) => r.method === "outcomeDelivered").length >= 2);
+	assert.deepEqual(
+		fake.received.filter((r) => r.method === "outcomeDelivered").map((r) => [r.connection, r.params]),
+		[
+			[sub, { call: 1 }],
+			[sub, { call: 2 }],
+		],
+	);
 	delivery.expect(3, "notify");
 	delivery.dispose();
 	fake.notify(sub, "event", outcomeEvent(3));
