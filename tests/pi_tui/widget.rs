@@ -106,6 +106,11 @@ fn the_widget_follows_resizes_without_a_wrapped_row_shows_handles_and_tab_comple
     // Tab completes the first few digits of a handle to the full identity; Enter stops it.
     let first = &ids[0];
     pi.type_text(&format!("/subagent-stop {}", &first[..4]));
+    // pi asks the extension for candidates as the text changes; they show as a menu.
+    pi.wait_for("the candidate in pi's menu", |s| {
+        s.lines()
+            .any(|l| l.contains(&format!("{}  scout  running", handles[0])))
+    });
     pi.keys(&["Tab"]);
     pi.wait_for("the full identity in the editor", |s| {
         s.lines()
@@ -122,9 +127,7 @@ fn the_widget_follows_resizes_without_a_wrapped_row_shows_handles_and_tab_comple
     // A handle typed by hand is not a target: the refusal says to use the full identity. (The
     // trailing space closes pi's suggestion menu, which Enter would otherwise accept.)
     pi.submit(&format!("/subagent-stop {} ", handles[1]));
-    pi.wait_for("the refusal", |s| {
-        s.contains("a handle is for reading only")
-    });
+    pi.wait_for("the refusal", |s| s.contains("handle is for reading only"));
     assert_eq!(
         pi.quit(),
         Vec::<String>::new(),
