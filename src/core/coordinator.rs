@@ -555,10 +555,6 @@ impl Coordinator {
             return;
         };
         let snapshot = self.gen_ref(r).snap.clone();
-        let Some(initiator) = self.calls.get(&call_id).map(|c| c.initiator) else {
-            return;
-        };
-        self.gen_mut(r).drained_call = Some((call_id, initiator));
         let Some(call) = self.calls.get_mut(&call_id) else {
             return;
         };
@@ -575,6 +571,10 @@ impl Coordinator {
         // Shutdown suppresses final deliveries of the old runtime.
         if self.is_shutting_down() {
             return;
+        }
+        // What `Input::OutcomeDelivered` matches: the outcome these items go out in.
+        for &item in &call.items {
+            self.gen_mut(item).drained_call = Some((call_id, call.initiator));
         }
         let outcomes = call.drained.into_iter().flatten().collect();
         self.emit(Effect::WindowOutcome(WindowOutcome {
@@ -599,6 +599,7 @@ impl Coordinator {
             let g = self.gen_mut(item);
             g.call = Some(id);
             g.snap.delivered_at = None;
+            g.drained_call = None;
         }
         self.calls.insert(
             id,
