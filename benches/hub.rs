@@ -88,6 +88,7 @@ fn snapshot(n: u128, status: Status) -> ChildSnapshot {
         retained_context: false,
         streaming: None,
         retry: None,
+        delivered_at: None,
         window: Window {
             number: 1,
             started_at: NOW - 100_000,

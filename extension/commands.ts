@@ -14,11 +14,15 @@
  * | `/slate handoff …`, `/slate resume …` | see handoff.ts |
  *
  * The CLI checks every argument (an identity is `UUID@generation` or `UUID generation`); the
- * words are passed after `--`, so text that starts with `-` is text.
+ * words are passed after `--`, so text that starts with `-` is text. Tab completes the target of
+ * `/subagent-status`, `/subagent-stop` and `/subagent-steer` from the coordinator's current
+ * generations (`targets`): typing a handle or the start of an id offers the generations it begins,
+ * and choosing one inserts its full `UUID@generation`; nothing short of that is a target.
  */
 import type { ExtensionAPI, ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
 
 import { type CliRun, cliRunner, cliText, type RunCli } from "./cli.ts";
+import type { TargetRow } from "./protocol.ts";
 
 /** What a command needs of the session: the CLI, and the coordinator's parent id. */
 export type SessionLookup = () => Promise<
@@ -137,8 +141,55 @@ function runPlain(argv: string[], cli: CliLookup): Handler {
 	};
 }
 
+/** The coordinator's current generations (`targets`), or none when it cannot be asked. */
+export type TargetLookup = () => Promise<TargetRow[]>;
+
+/** pi's completion item (pi-tui's `AutocompleteItem`). */
+export interface Completion {
+	value: string;
+	label: string;
+	description?: string;
+}
+
+/**
+ * Completions of a command's first word (the target): the current generations whose full
+ * identity or handle begins with what was typed, each inserting the full `UUID@generation`
+ * (and a space). Only the first word is completed; `null` once it is followed by more. This
+ * only offers text to insert: what the command then receives is checked by Slate as an exact
+ * identity, and a handle typed by hand is refused.
+ */
+export function targetCompletions(typed: string, targets: TargetRow[]): Completion[] | null {
+	const word = typed.trimStart();
+	if (/\s/.test(word)) {
+		return null;
+	}
+	const items = targets
+		.filter((t) => t.target.startsWith(word) || t.handle.startsWith(word))
+		.map((t) => ({
+			value: `${t.target} `,
+			label: `${t.handle}  ${t.role}  ${t.status}`,
+			description: t.headline,
+		}));
+	return items.length > 0 ? items : null;
+}
+
+/** `getArgumentCompletions` for a command that takes a target first. */
+function completeTarget(targets: TargetLookup): (typed: string) => Promise<Completion[] | null> {
+	return async (typed) => {
+		let rows: TargetRow[];
+		try {
+			rows = await targets();
+		} catch {
+			return null;
+		}
+		return targetCompletions(typed, rows);
+	};
+}
+
 export interface CommandDeps {
 	session: SessionLookup;
+	/** The coordinator's current generations, for completion. */
+	targets: TargetLookup;
 	cli: CliLookup;
 	env: Record<string, string | undefined>;
 	/** `/slate handoff …` and `/slate resume …`. */
@@ -153,14 +204,17 @@ export function slateSubcommand(args: string): { sub: string; rest: string } {
 
 export function registerCommands(pi: ExtensionAPI, deps: CommandDeps): void {
 	pi.registerCommand("subagent-status", {
+		getArgumentCompletions: completeTarget(deps.targets),
 		description: "Slate: the fleet of this session, or one generation (id generation)",
 		handler: runArgv(statusArgv, deps.session),
 	});
 	pi.registerCommand("subagent-stop", {
+		getArgumentCompletions: completeTarget(deps.targets),
 		description: "Slate: stop one generation and its subtree (id generation)",
 		handler: runArgv(stopArgv, deps.session),
 	});
 	pi.registerCommand("subagent-steer", {
+		getArgumentCompletions: completeTarget(deps.targets),
 		description: "Slate: steer a running generation (id generation text)",
 		handler: runArgv(steerArgv, deps.session),
 	});

@@ -14,6 +14,9 @@
  * - native `delegate_task` / `delegate_coordinate`: notification only (`triggerTurn: false`);
  * - compatibility `subagent` async: `triggerTurn: true, deliverAs: "followUp"`.
  *
+ * Each delivered message is acknowledged with `outcomeDelivered {call}`: the coordinator then
+ * records its generations as delivered (`deliveredAt`), which lets the widget collapse them.
+ *
  * After {@link OutcomeDelivery.dispose} (session shutdown, reload, switch) nothing more is
  * delivered and the connection is closed.
  */
@@ -144,5 +147,9 @@ export class OutcomeDelivery {
 	private deliver(event: OutcomeEvent, wake: Wake): void {
 		const { message, options } = outcomeMessage(event, wake);
 		this.send(message, options);
+		// It is in the session now: the coordinator marks those generations delivered (the
+		// widget collapses them). A lost answer only leaves them shown.
+		const call = event.outcome.call;
+		this.connection?.request("outcomeDelivered", { call }).catch(() => {});
 	}
 }

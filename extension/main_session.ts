@@ -26,7 +26,7 @@ import { registerReservation } from "./reservation.ts";
 import { registerRootTools } from "./root_tools.ts";
 import { Runtime } from "./runtime.ts";
 import { registerSubagent } from "./subagent.ts";
-import { FleetWidget } from "./widget.ts";
+import { FleetWidget, type Truncate } from "./widget.ts";
 
 export interface MainSessionOptions {
 	installation: InstallationResult;
@@ -48,6 +48,15 @@ export function sessionDirOf(ctx: Pick<ExtensionContext, "sessionManager">): str
 	const dir = ctx.sessionManager.getSessionDir();
 	return dir === "" ? undefined : dir;
 }
+
+/** pi's own `truncateToWidth`, once loaded (inside pi; not when the module is absent). */
+let truncate: Truncate | undefined;
+void import("@earendil-works/pi-tui").then(
+	(tui) => {
+		truncate = (line, width) => tui.truncateToWidth(line, width);
+	},
+	() => {},
+);
 
 export function mainSession(pi: ExtensionAPI, options: MainSessionOptions): void {
 	const { installation } = options;
@@ -98,13 +107,19 @@ export function mainSession(pi: ExtensionAPI, options: MainSessionOptions): void
 			.then(
 				(rt): Started => {
 					if (ctx.hasUI) {
-						widget = new FleetWidget(slate, rt.parentId, ctx.cwd, (key, lines) => {
-							try {
-								ctx.ui.setWidget(key, lines);
-							} catch {
-								// The session was replaced meanwhile: its widget went with it.
-							}
-						}, process.stdout.columns);
+						widget = new FleetWidget(
+							slate,
+							rt.parentId,
+							ctx.cwd,
+							(key, factory) => {
+								try {
+									ctx.ui.setWidget(key, factory);
+								} catch {
+									// The session was replaced meanwhile: its widget went with it.
+								}
+							},
+							() => truncate,
+						);
 					}
 					return { ok: true, runtime: rt };
 				},
@@ -153,6 +168,10 @@ export function mainSession(pi: ExtensionAPI, options: MainSessionOptions): void
 			: { ok: false as const, reason: installation.ok ? "Slate is not installed" : installation.reason };
 	registerCommands(pi, {
 		session,
+		targets: async () => {
+			const s = await started;
+			return s.ok ? (await s.runtime.client.call("targets", {})).targets : [];
+		},
 		cli,
 		env: options.env,
 		handoff: registerHandoff(session),

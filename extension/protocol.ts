@@ -169,6 +169,21 @@ export interface Methods {
 	parentToolStart: { params: ParentToolStartParams; result: { reserved: boolean } };
 	parentToolEnd: { params: { callId: string }; result: { released: boolean } };
 	hostExtensions: { params: HostExtensionsParams; result: HostExtensionsResult };
+	targets: { params: Record<string, never>; result: TargetsResult };
+	outcomeDelivered: { params: { call: number }; result: { generations: number } };
+}
+
+/** `targets`: one current generation, for completion (`handle` is for reading only). */
+export interface TargetRow {
+	target: string;
+	handle: string;
+	role: string;
+	status: string;
+	headline: string;
+}
+
+export interface TargetsResult {
+	targets: TargetRow[];
 }
 
 export type Method = keyof Methods;
@@ -197,4 +212,6 @@ export const METHODS = [
 	"parentToolStart",
 	"parentToolEnd",
 	"hostExtensions",
+	"targets",
+	"outcomeDelivered",
 ] as const satisfies readonly Method[];

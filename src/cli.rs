@@ -276,11 +276,13 @@ pub enum Command {
     Watch {
         #[command(flatten)]
         select: Select,
-        /// No terminal: write `{"lines": [...]}` (the widget's rows as plain text, at most 12)
-        /// on one line each time the rows change; exit 0 when the coordinator goes away.
+        /// No terminal: write `{"width": N, "lines": [...]}` (the widget's rows with SGR
+        /// colours, at most 12, each fitting N columns) on one line each time the rows change;
+        /// stdin lines `{"width": N}` (or `{"width": N, "rows": R}`) ask for a size and are
+        /// answered at once; exit 0 when the coordinator goes away.
         #[arg(long)]
         lines: bool,
-        /// The width of the --lines rows, in terminal columns.
+        /// The width of the --lines rows, in terminal columns, until stdin asks for another.
         #[arg(long, requires = "lines", value_name = "N",
               default_value_t = watch_lines::DEFAULT_WIDTH,
               value_parser = clap::value_parser!(u16).range(1..=1000))]

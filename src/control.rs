@@ -25,6 +25,7 @@ pub mod session_routing;
 pub mod summary;
 pub mod summary_cache;
 pub mod table;
+pub mod targets;
 
 pub use client::{Client, ClientError, Subscription};
 pub use discovery::{DiscoveryError, Endpoint, Located, Metadata, RuntimeDir, Selector};

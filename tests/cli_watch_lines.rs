@@ -1,7 +1,8 @@
 //! `slate watch --parent P --lines [--width N]` against a real `slate serve --backend sim`:
-//! `{"lines": []}` for the empty registry at once, the widget's rows while a task runs (the
-//! elapsed time moving at most once a second), nothing while nothing changes, exit 0 when the
-//! coordinator goes away.
+//! `{"width": N, "lines": []}` for the empty registry at once, the widget's rows while a task
+//! runs (the elapsed time moving at most once a second), nothing while nothing changes, exit 0
+//! when the coordinator goes away; size requests on stdin answered at once with SGR-coloured
+//! rows that fit; delivered outcomes collapsing.
 
 #![allow(clippy::unwrap_used, reason = "test fixtures fail loudly")]
 
@@ -91,6 +92,7 @@ impl Fixture {
                 "--width",
                 width,
             ])
+            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -139,17 +141,60 @@ impl Drop for Fixture {
     }
 }
 
-/// One document: exactly `{"lines": [strings]}`.
+/// One document: exactly `{"width": N, "lines": [strings]}`; the lines without their SGR
+/// colours, each checked to fit N columns.
 fn rows(line: &str) -> Vec<String> {
+    let (width, lines) = document(line);
+    lines
+        .iter()
+        .map(|l| {
+            let plain = strip_sgr(l);
+            assert!(
+                unicode_width::UnicodeWidthStr::width(plain.as_str()) <= usize::from(width),
+                "{plain:?} is wider than {width}"
+            );
+            plain
+        })
+        .collect()
+}
+
+/// `(width, lines as written)` of one document.
+fn document(line: &str) -> (u16, Vec<String>) {
     let value: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{line}: {e}"));
     let object = value.as_object().unwrap();
-    assert_eq!(object.keys().collect::<Vec<_>>(), ["lines"], "{line}");
-    object["lines"]
+    assert_eq!(
+        object.keys().collect::<Vec<_>>(),
+        ["lines", "width"],
+        "{line}"
+    );
+    let width = u16::try_from(object["width"].as_u64().unwrap()).unwrap();
+    let lines = object["lines"]
         .as_array()
         .unwrap()
         .iter()
         .map(|l| l.as_str().unwrap().to_owned())
-        .collect()
+        .collect();
+    (width, lines)
+}
+
+/// A line without its SGR sequences; anything else starting with ESC fails the test.
+fn strip_sgr(line: &str) -> String {
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(at) = rest.find('\x1b') {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        let end = tail.find('m').unwrap_or(tail.len());
+        assert!(
+            tail.starts_with("\x1b[")
+                && end < tail.len()
+                && tail[2..end].chars().all(|c| c.is_ascii_digit() || c == ';'),
+            "only SGR reaches the host: {line:?}"
+        );
+        rest = &tail[end + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 fn next(rx: &Receiver<(Instant, String)>, timeout: Duration) -> Option<(Instant, Vec<String>)> {
@@ -276,4 +321,255 @@ fn without_a_coordinator_it_exits_3_and_width_needs_lines() {
         .output()
         .unwrap();
     assert_eq!(zero.status.code(), Some(2));
+}
+
+impl Fixture {
+    /// `slate watch --parent P --lines` with stdin piped for size requests.
+    fn watch_sized(&self) -> (Child, std::process::ChildStdin, Receiver<(Instant, String)>) {
+        let mut child = self
+            .command(&["watch", "--parent", &self.parent, "--lines"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        let stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send((Instant::now(), line)).is_err() {
+                    break;
+                }
+            }
+        });
+        (child, stdin, rx)
+    }
+
+    /// The current generations' ids, from `slate status --json`.
+    fn ids(&self) -> Vec<String> {
+        let out = self
+            .command(&["status", "--json", "--parent", &self.parent])
+            .output()
+            .unwrap();
+        let value: Value = serde_json::from_slice(&out.stdout).unwrap();
+        value["children"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["id"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    /// One request on the coordinator's socket as the operator: the `result`.
+    fn call(&self, method: &str, params: &Value) -> Value {
+        use std::io::Write as _;
+        let socket = self
+            .root
+            .join("run")
+            .join("slate")
+            .join(format!("{}.sock", self.parent));
+        let stream = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut writer = stream;
+        let mut ask = |id: u64, method: &str, params: &Value| {
+            let line = json!({"id": id, "method": method, "params": params});
+            writeln!(writer, "{line}").unwrap();
+            let mut answer = String::new();
+            reader.read_line(&mut answer).unwrap();
+            let answer: Value = serde_json::from_str(&answer).unwrap();
+            answer
+                .get("result")
+                .cloned()
+                .unwrap_or_else(|| panic!("{method}: {answer}"))
+        };
+        ask(
+            1,
+            "hello",
+            &json!({"protocols": [2], "client": "cli_watch_lines"}),
+        );
+        ask(2, method, params)
+    }
+}
+
+/// The next document of width `width` (an earlier one at another width is skipped).
+fn answer(rx: &Receiver<(Instant, String)>, width: u16) -> (Instant, Vec<String>, Vec<String>) {
+    loop {
+        let (at, line) = rx.recv_timeout(WAIT).expect("an answer");
+        let (w, styled) = document(&line);
+        if w == width {
+            return (at, rows(&line), styled);
+        }
+    }
+}
+
+#[test]
+fn size_requests_are_answered_at_once_with_coloured_rows_that_fit_and_show_handles() {
+    use std::io::Write as _;
+    let f = Fixture::start(120_000);
+    f.delegate("Survey the flaky tests in the parser and the 日本語 notes module");
+    f.delegate("Review the scheduler");
+    let handles: Vec<String> = f.ids().iter().map(|id| id[..8].to_owned()).collect();
+    assert_eq!(handles.len(), 2);
+    let (mut watch, mut stdin, rx) = f.watch_sized();
+    // The first document, at `--width`'s default, once both rows run.
+    loop {
+        let (_, lines) = next(&rx, WAIT).expect("a document");
+        if lines.iter().filter(|l| l.contains("running")).count() == 2 {
+            break;
+        }
+    }
+    let mut times = Vec::new();
+    for width in 20..=200u16 {
+        let asked = Instant::now();
+        writeln!(stdin, "{{\"width\": {width}}}").unwrap();
+        stdin.flush().unwrap();
+        let (at, lines, styled) = answer(&rx, width);
+        times.push(at - asked);
+        assert_eq!(lines.len(), 3, "header and two rows at {width}: {lines:?}");
+        if width >= 40 {
+            for handle in &handles {
+                assert!(
+                    lines.iter().any(|l| l.contains(handle.as_str())),
+                    "{handle} at {width}: {lines:?}"
+                );
+            }
+            assert!(
+                styled.iter().any(|l| l.contains("\u{1b}[32m")),
+                "running is green at {width}: {styled:?}"
+            );
+        }
+    }
+    times.sort();
+    let median = times[times.len() / 2];
+    eprintln!(
+        "width answers: median {median:?}, max {:?} over {} requests",
+        times.last().unwrap(),
+        times.len()
+    );
+    assert!(median < Duration::from_millis(250), "median {median:?}");
+
+    // The terminal's height bounds the rows: a third of it, at least three.
+    writeln!(stdin, "{{\"width\": 100, \"rows\": 9}}").unwrap();
+    let (_, lines, _) = answer(&rx, 100);
+    assert_eq!(lines.len(), 3, "{lines:?}");
+
+    // The same size again is answered too (the host asked).
+    writeln!(stdin, "{{\"width\": 100, \"rows\": 9}}").unwrap();
+    let _ = answer(&rx, 100);
+
+    // Not a request: a usage error naming what a request is.
+    writeln!(stdin, "{{\"width\": 0}}").unwrap();
+    let status = wait_exit(&mut watch, WAIT).expect("it exits");
+    assert_eq!(status.code(), Some(2));
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut watch.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(err.contains("width 0 is not within 1..1000"), "{err}");
+}
+
+#[test]
+fn delivered_outcomes_collapse_beyond_the_newest_three_and_the_parent_acknowledges_background_ones()
+{
+    let f = Fixture::start(10);
+    // Foreground: each answered caller received its outcome (delivered).
+    for n in 1..=5 {
+        let out = f
+            .command(&["delegate", &format!("foreground {n}")])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // Background: the outcome is published, but no parent session said it arrived.
+    f.delegate("background 6");
+    let widget = |expect: &dyn Fn(&[String]) -> bool| -> Vec<String> {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let mut watch = f
+                .command(&["watch", "--parent", &f.parent, "--lines", "--width", "120"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut first = String::new();
+            BufReader::new(watch.stdout.take().unwrap())
+                .read_line(&mut first)
+                .unwrap();
+            let _ = watch.kill();
+            let _ = watch.wait();
+            let lines = rows(first.trim_end());
+            if expect(&lines) {
+                return lines;
+            }
+            assert!(Instant::now() < deadline, "{lines:?}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let lines = widget(&|l: &[String]| l.iter().filter(|r| r.contains("settled")).count() >= 5);
+    assert!(lines[0].contains("6 settled"), "{lines:?}");
+    assert!(
+        lines.iter().any(|l| l.contains("background 6")),
+        "undelivered: shown {lines:?}"
+    );
+    assert!(
+        lines.iter().any(|l| l.contains("+2 finished, delivered")),
+        "{lines:?}"
+    );
+    for n in [3, 4, 5] {
+        assert!(
+            lines.iter().any(|l| l.contains(&format!("foreground {n}"))),
+            "{lines:?}"
+        );
+    }
+    for n in [1, 2] {
+        assert!(
+            !lines.iter().any(|l| l.contains(&format!("foreground {n}"))),
+            "{lines:?}"
+        );
+    }
+
+    // The parent session acknowledges the background outcome (call 6): it is delivered now,
+    // once; other calls were marked already (foreground) or are unknown.
+    let marked: u64 = (1..=8)
+        .map(|call| {
+            f.call("outcomeDelivered", &json!({"call": call}))["generations"]
+                .as_u64()
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(marked, 1);
+    assert_eq!(
+        f.call("outcomeDelivered", &json!({"call": 6}))["generations"],
+        json!(0)
+    );
+    let status = f.call("status", &json!({}));
+    let delivered = status["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["deliveredAt"].is_u64())
+        .count();
+    assert_eq!(delivered, 6, "{status}");
+    let lines = widget(&|l: &[String]| l.iter().any(|r| r.contains("+3 finished")));
+    assert!(
+        !lines.iter().any(|l| l.contains("foreground 3")),
+        "{lines:?}"
+    );
+
+    // `targets`: every current generation with its handle, role and status, in admission order.
+    let targets = f.call("targets", &json!({}));
+    let targets = targets["targets"].as_array().unwrap();
+    assert_eq!(targets.len(), 6);
+    for t in targets {
+        let target = t["target"].as_str().unwrap();
+        assert!(target.ends_with("@1") && target.len() == 38, "{t}");
+        assert_eq!(t["handle"].as_str().unwrap(), &target[..8], "{t}");
+        assert_eq!(t["role"], json!("scout"));
+        assert_eq!(t["status"], json!("settled"));
+    }
+    assert_eq!(targets[0]["headline"], json!("foreground 1"));
 }

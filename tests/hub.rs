@@ -81,6 +81,7 @@ fn snap(n: u128, generation: u32, status: Status, assignment: &str) -> ChildSnap
         retained_context: false,
         streaming: None,
         retry: None,
+        delivered_at: None,
         window: Window {
             number: 1,
             started_at: NOW - 90_000,

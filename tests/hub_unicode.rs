@@ -223,6 +223,7 @@ fn snap(n: u128, status: Status, assignment: &str) -> ChildSnapshot {
         retained_context: false,
         streaming: None,
         retry: None,
+        delivered_at: None,
         window: Window {
             number: 1,
             started_at: NOW - 90_000,

@@ -67,6 +67,7 @@ fn child(n: u128, generation: u32) -> ChildSnapshot {
         retained_context: false,
         streaming: None,
         retry: None,
+        delivered_at: None,
         window: Window {
             number: 1,
             started_at: 0,

@@ -150,6 +150,7 @@ fn snapshot(n: u128, generation: u32) -> ChildSnapshot {
         retained_context: false,
         streaming: None,
         retry: None,
+        delivered_at: None,
         window: Window {
             number: 1,
             started_at: 0,

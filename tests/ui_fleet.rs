@@ -8,7 +8,9 @@ use ratatui::widgets::Widget;
 use ratatui::{Terminal, TerminalOptions, Viewport};
 use serde_json::{Value, json};
 use slate::core::{ChildSnapshot, Status};
-use slate::ui::fleet::{Fleet, FleetView, draw, line_width, plain_lines};
+use slate::ui::fleet::{
+    Fleet, FleetView, KEEP_DELIVERED, draw, line_width, plain_lines, styled_lines,
+};
 use uuid::Uuid;
 
 const NOW: u64 = 1_700_000_100_000;
@@ -241,9 +243,12 @@ fn tree_indentation_follows_real_depth() {
     ]);
     let out = text(&render(&f, 100, 6));
     let rows: Vec<&str> = out.lines().skip(1).take(3).collect();
-    assert!(rows[0].starts_with("● scout parent"), "{out}");
-    assert!(rows[1].starts_with("  ● scout child"), "{out}");
-    assert!(rows[2].starts_with("    ● scout grandchild"), "{out}");
+    assert!(rows[0].starts_with("● scout 10000000 parent"), "{out}");
+    assert!(rows[1].starts_with("  ● scout 10000000 child"), "{out}");
+    assert!(
+        rows[2].starts_with("    ● scout 10000000 grandchild"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -597,4 +602,179 @@ fn plain_lines_carry_no_control_of_the_injection_corpus() {
             }
         }
     }
+}
+
+/// A snapshot whose id is `hex` repeated (so its handle is distinct and known).
+fn distinct(hex: char, n: u128, status: &str, patch: &Value) -> ChildSnapshot {
+    let mut s = snap(n, status, patch);
+    let digits: String = std::iter::repeat_n(hex, 32).collect();
+    s.id = Uuid::parse_str(&digits).expect("hex");
+    s
+}
+
+/// The text of a line with its SGR sequences removed (each is `ESC [ params m`).
+fn strip_sgr(line: &str) -> String {
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(at) = rest.find('\x1b') {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        assert!(tail.starts_with("\x1b["), "only SGR is written: {line:?}");
+        let end = tail
+            .find('m')
+            .unwrap_or_else(|| panic!("an unterminated SGR in {line:?}"));
+        assert!(
+            tail[2..end].chars().all(|c| c.is_ascii_digit() || c == ';'),
+            "only SGR is written: {line:?}"
+        );
+        rest = &tail[end + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[test]
+fn every_row_shows_its_short_handle_and_generation() {
+    let mut second = distinct('b', 2, "running", &json!({"assignment": "second"}));
+    second.generation = 3;
+    let f = fleet(vec![
+        distinct('a', 1, "running", &json!({"assignment": "first"})),
+        second,
+    ]);
+    let out = text(&render(&f, 100, 4));
+    assert!(out.contains("● scout aaaaaaaa first"), "{out}");
+    assert!(out.contains("● scout bbbbbbbb@3 second"), "{out}");
+    // Never the full identity in a row: that is what the record line above the viewport is for.
+    assert!(!out.contains("aaaaaaaa-aaaa"), "{out}");
+}
+
+#[test]
+fn styled_lines_fit_every_width_from_20_to_200_and_say_what_the_plain_lines_say() {
+    let mut snaps: Vec<ChildSnapshot> = Vec::new();
+    snaps.push(distinct(
+        'c',
+        1,
+        "running",
+        &json!({"assignment": "Write 日本語 notes about the 🦀 crate and \u{1b}[31mred\u{1b}[0m", "activity": "line\u{7}bell \u{1b}]0;title\u{7}"}),
+    ));
+    snaps.extend(mixed().snapshots().into_iter().cloned());
+    let f = fleet(snaps);
+    for width in 20..=200u16 {
+        let styled = styled_lines(&f, NOW, width, 12);
+        let plain = plain_lines(&f, NOW, width, 12);
+        assert_eq!(styled.len(), plain.len(), "width {width}");
+        for (s, p) in styled.iter().zip(&plain) {
+            let visible = strip_sgr(s);
+            assert!(
+                unicode_width::UnicodeWidthStr::width(visible.as_str()) <= usize::from(width),
+                "width {width}: {visible:?}"
+            );
+            assert_eq!(visible.trim_end(), p.as_str(), "width {width}");
+            assert!(
+                !visible.chars().any(char::is_control),
+                "no control character but SGR reaches the host: {s:?}"
+            );
+        }
+    }
+    // The colours of `slate watch`: a running mark in green, the header's title bold, the
+    // handle dim.
+    let wide = styled_lines(&f, NOW, 160, 12);
+    assert!(wide[0].starts_with("\x1b[1mSubagents"), "{wide:?}");
+    let running = wide
+        .iter()
+        .find(|l| l.contains("cccccccc"))
+        .expect("the running row");
+    assert!(running.starts_with("\x1b[32m● "), "{running:?}");
+    assert!(running.contains("\x1b[90mcccccccc "), "{running:?}");
+    // Each line leaves the terminal unstyled: its last SGR is a full reset.
+    assert!(
+        wide.iter().all(|l| l
+            .rfind('\x1b')
+            .is_none_or(|at| l[at..].starts_with("\x1b[0m"))),
+        "{wide:?}"
+    );
+}
+
+#[test]
+fn delivered_ended_subtrees_collapse_beyond_the_newest_few_and_undelivered_ones_stay() {
+    let ended = |n: u128, hex: char, delivered: bool| {
+        let mut s = distinct(
+            hex,
+            n,
+            "settled",
+            &json!({"assignment": format!("done {n}")}),
+        );
+        s.delivered_at = delivered.then_some(NOW - 500);
+        s
+    };
+    let f = fleet(vec![
+        distinct('1', 1, "running", &json!({"assignment": "live"})),
+        ended(2, '2', true),
+        ended(3, '3', true),
+        ended(4, '4', true),
+        ended(5, '5', true),
+        ended(6, '6', true),
+        ended(7, '7', false),
+    ]);
+    let view = FleetView::new(&f, NOW);
+    let layout = view.layout(12);
+    assert_eq!(KEEP_DELIVERED, 3);
+    // Live first, then ended subtrees newest first: 7 (undelivered, kept), then the newest
+    // three delivered (6, 5, 4); 3 and 2 are collapsed into the count.
+    let shown: Vec<String> = layout
+        .shown
+        .iter()
+        .map(|r| r.id.simple().to_string()[..1].to_owned())
+        .collect();
+    assert_eq!(shown, ["1", "7", "6", "5", "4"]);
+    assert_eq!(layout.collapsed, 2);
+    assert_eq!(layout.overflow, 0);
+    let out = text(&render(&f, 100, 12));
+    assert!(out.contains("✓ +2 finished, delivered"), "{out}");
+    assert!(
+        out.contains("6 settled"),
+        "the header still counts every row: {out}"
+    );
+    assert_eq!(view.wanted_height(12), 1 + 5 + 1);
+    // Too little room for the count line: the collapsed rows are part of `+N more`.
+    let tight = view.layout(4);
+    assert_eq!(tight.collapsed, 0);
+    assert_eq!(tight.overflow, 5 - tight.shown.len() + 2);
+
+    // A resumed generation's new window is not delivered yet: it no longer collapses.
+    let undelivered = fleet(vec![
+        ended(2, '2', false),
+        ended(3, '3', false),
+        ended(4, '4', false),
+        ended(5, '5', false),
+    ]);
+    assert_eq!(FleetView::new(&undelivered, NOW).layout(12).collapsed, 0);
+}
+
+#[test]
+fn a_live_child_keeps_its_ended_delivered_parent_subtree_expanded() {
+    let mut parents: Vec<ChildSnapshot> = (1..=5)
+        .map(|n| {
+            let mut s = distinct(
+                char::from_digit(u32::try_from(n).unwrap(), 16).unwrap(),
+                n,
+                "settled",
+                &json!({}),
+            );
+            s.delivered_at = Some(NOW - 100);
+            s
+        })
+        .collect();
+    // The oldest parent has a child that still runs: its subtree is live, so it stays.
+    let oldest = parents[0].id;
+    parents.push(distinct(
+        'f',
+        9,
+        "running",
+        &json!({"parentId": oldest, "depth": 2}),
+    ));
+    let f = fleet(parents);
+    let layout = FleetView::new(&f, NOW).layout(12);
+    assert!(layout.shown.iter().any(|r| r.id == oldest), "{layout:?}");
+    assert_eq!(layout.collapsed, 1, "{layout:?}");
 }

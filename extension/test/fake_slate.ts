@@ -7,7 +7,8 @@
  *   `$FAKE_SLATE_LEASE` is set; `read` is exempt), `parentToolEnd`, and `delegate` (foreground
  *   answers a preview; background admits call 7 and, 50 ms later, notifies its outcome to every
  *   subscriber). Prints the three lines of `slate serve`; exits on stdin EOF (logged).
- * - `watch …`: prints two widget lines (one row, then none) and exits.
+ * - `watch …`: prints a widget document (one row, width 100), answers each stdin size request
+ *   with that width; a width narrower than the row gets no rows and the command exits.
  * - anything else: prints `ran <argv>` and exits 0 (`status` with `FAKE_SLATE_FAIL` exits 3).
  */
 import { appendFileSync, chmodSync, mkdtempSync, writeFileSync } from "node:fs";
@@ -119,13 +120,30 @@ if (process.argv[1] === new URL(import.meta.url).pathname) {
 			}
 			serve();
 			break;
-		case "watch":
-			process.stdout.write(`${JSON.stringify({ lines: ["● scout 0b6a…@1 running 1s"] })}\n`);
-			setTimeout(() => {
-				process.stdout.write(`${JSON.stringify({ lines: [] })}\n`);
-				process.exit(0);
-			}, 30);
+		case "watch": {
+			const row = "● scout 0b6a…@1 running 1s";
+			const doc = (width: number, lines: string[]) => `${JSON.stringify({ width, lines })}\n`;
+			process.stdout.write(doc(100, [row]));
+			let pending = "";
+			process.stdin.setEncoding("utf8");
+			process.stdin.on("data", (chunk: string) => {
+				pending += chunk;
+				let newline = pending.indexOf("\n");
+				while (newline !== -1) {
+					const request = JSON.parse(pending.slice(0, newline)) as { width: number; rows?: number };
+					pending = pending.slice(newline + 1);
+					newline = pending.indexOf("\n");
+					log({ watchRequest: request });
+					if (request.width < row.length) {
+						process.stdout.write(doc(request.width, []));
+						process.exit(0);
+					}
+					process.stdout.write(doc(request.width, [row]));
+				}
+			});
+			process.stdin.on("end", () => process.exit(0));
 			break;
+		}
 		default:
 			process.stdout.write(`ran ${argv.join(" ")}\n`);
 			process.exit(argv[0] === "status" && process.env.FAKE_SLATE_FAIL !== undefined ? 3 : 0);

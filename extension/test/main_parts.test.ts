@@ -10,13 +10,13 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 
 import { ControlClient } from "../control.ts";
-import { hubPlan, shellQuote, statusArgv, steerArgv, stopArgv, slateSubcommand } from "../commands.ts";
+import { hubPlan, shellQuote, statusArgv, steerArgv, stopArgv, slateSubcommand, targetCompletions } from "../commands.ts";
 import { parseServed, serveArgs } from "../coordinator.ts";
 import { OutcomeDelivery, outcomeMessage } from "../delivery.ts";
 import { errorText, handoffArgv, registerHandoff } from "../handoff.ts";
 import { findInstallation } from "../install.ts";
 import { actionCall, compatChild, renewalMethod, runAction } from "../subagent.ts";
-import { isFinal, parseRows, watchArgs } from "../widget.ts";
+import { frame, parseRows, rowsWidth, sizeRequest, watchArgs } from "../widget.ts";
 import { FakeCoordinator, type Handler } from "./fake_coordinator.ts";
 
 const P = "6f1c0000-0000-4000-8000-0000000000aa";
@@ -37,6 +37,28 @@ after(async () => {
 
 // ---------------------------------------------------------------------------------------------
 // Commands
+
+test("Tab completes a command's target to the full identity from `targets`; only the first word", () => {
+	const targets = [
+		{ target: `${ID}@1`, handle: "0b6a0000", role: "scout", status: "running", headline: "survey" },
+		{ target: "7c1d0000-0000-4000-8000-00000000000b@2", handle: "7c1d0000@2", role: "review", status: "settled", headline: "check" },
+	];
+	const first = { value: `${ID}@1 `, label: "0b6a0000  scout  running", description: "survey" };
+	const second = {
+		value: "7c1d0000-0000-4000-8000-00000000000b@2 ",
+		label: "7c1d0000@2  review  settled",
+		description: "check",
+	};
+	assert.deepEqual(targetCompletions("", targets), [first, second]);
+	assert.deepEqual(targetCompletions("0b6a", targets), [first]);
+	assert.deepEqual(targetCompletions("7c1d0000@", targets), [second]);
+	assert.deepEqual(targetCompletions(`${ID}@`, targets), [first]);
+	// Nothing matches, or the target is followed by more: no completion.
+	assert.equal(targetCompletions("ffff", targets), null);
+	assert.equal(targetCompletions(`${ID}@1 look`, targets), null);
+	assert.equal(targetCompletions("0b6a0000 ", targets), null);
+	assert.equal(targetCompletions("", []), null);
+});
 
 test("/subagent-status, -stop and -steer build the CLI's argv; bad arity shows the usage", () => {
 	assert.deepEqual(statusArgv("  ", P), { ok: true, argv: ["status", "--parent", P] });
@@ -112,18 +134,37 @@ test("serve's argv and first lines", () => {
 	assert.equal(parseServed(["error: nope", "", ""]).ok, false);
 });
 
-test("widget rows: one JSON line each; anything else is not rows", () => {
-	assert.deepEqual(watchArgs(P, 120), ["watch", "--parent", P, "--lines", "--width", "120"]);
-	assert.deepEqual(watchArgs(P, undefined), ["watch", "--parent", P, "--lines"]);
-	assert.deepEqual(parseRows('{"lines":["a","b"]}'), ["a", "b"]);
-	assert.deepEqual(parseRows('{"lines":[]}'), []);
+test("widget rows: one JSON document each; anything else is not rows", () => {
+	assert.deepEqual(watchArgs(P), ["watch", "--parent", P, "--lines"]);
+	assert.deepEqual(parseRows('{"width":80,"lines":["a","b"]}'), { width: 80, lines: ["a", "b"], final: false });
+	assert.deepEqual(parseRows('{"width":80,"lines":[]}'), { width: 80, lines: [], final: false });
 	// A dead coordinator's last document keeps the widget (issue 14, item 4).
-	assert.equal(isFinal('{"lines":["⚠ coordinator died"],"coordinator":{"state":"died","lastSignOfLife":1}}'), true);
-	assert.equal(isFinal('{"lines":["a"]}'), false);
-	assert.equal(isFinal("not json"), false);
-	for (const bad of ["", "x", '{"lines":[1]}', '{"rows":[]}', "[]"]) {
+	assert.equal(
+		parseRows('{"width":9,"lines":["⚠ coordinator died"],"coordinator":{"state":"died","lastSignOfLife":1}}')?.final,
+		true,
+	);
+	for (const bad of ["", "x", '{"width":80,"lines":[1]}', '{"lines":["a"]}', '{"width":0,"lines":[]}', '{"width":1.5,"lines":[]}', '{"rows":[]}', "[]"]) {
 		assert.equal(parseRows(bad), undefined, bad);
 	}
+});
+
+test("widget size: pi's width less one column each side, asked for with the terminal's height", () => {
+	assert.equal(rowsWidth(160), 158);
+	assert.equal(rowsWidth(2), 1);
+	assert.equal(rowsWidth(5000), 1000);
+	assert.equal(sizeRequest(158, 45), '{"width":158,"rows":45}\n');
+	assert.equal(sizeRequest(78, undefined), '{"width":78}\n');
+	assert.equal(sizeRequest(78, 0), '{"width":78}\n');
+});
+
+test("widget frame: rows drawn for this width or a narrower one are padded; wider ones are cut or hidden", () => {
+	const rows = { width: 10, lines: ["\x1b[32m●\x1b[0m scout x", "b"], final: false };
+	assert.deepEqual(frame(rows, 12, undefined), [" \x1b[32m●\x1b[0m scout x", " b"]);
+	assert.deepEqual(frame(rows, 40, undefined), [" \x1b[32m●\x1b[0m scout x", " b"]);
+	// Narrower than the rows: pi's own truncation cuts them to the inner width, or nothing shows.
+	const cut = (line: string, width: number) => `${line}|${width}`;
+	assert.deepEqual(frame(rows, 8, cut), [" \x1b[32m●\x1b[0m scout x|6", " b|6"]);
+	assert.deepEqual(frame(rows, 8, undefined), []);
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -217,6 +258,16 @@ test("delivery: one message per expected call, early or late; others ignored; no
 		["p1", { triggerTurn: false }],
 		["p2", { triggerTurn: true, deliverAs: "followUp" }],
 	]);
+	// Each delivered outcome is acknowledged on the same connection, once (the widget collapses
+	// delivered rows); the call nobody expected is not.
+	await fake.until(() => fake.received.filter((r) => r.method === "outcomeDelivered").length >= 2);
+	assert.deepEqual(
+		fake.received.filter((r) => r.method === "outcomeDelivered").map((r) => [r.connection, r.params]),
+		[
+			[sub, { call: 1 }],
+			[sub, { call: 2 }],
+		],
+	);
 	delivery.expect(3, "notify");
 	delivery.dispose();
 	fake.notify(sub, "event", outcomeEvent(3));

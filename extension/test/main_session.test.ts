@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 
 import { mainSession } from "../main_session.ts";
+import type { WidgetFactory } from "../widget.ts";
 import { fakeSlate, LEASE_REFUSAL, PARENT } from "./fake_slate.ts";
 import { FakePi } from "./fake_pi.ts";
 
@@ -28,7 +29,14 @@ after(() => {
 	rmSync(dir, { recursive: true, force: true });
 });
 
-type Record_ = { argv?: string[]; cwd?: string; request?: string; params?: Record<string, unknown>; stdin?: string };
+type Record_ = {
+	argv?: string[];
+	cwd?: string;
+	request?: string;
+	params?: Record<string, unknown>;
+	stdin?: string;
+	watchRequest?: { width: number; rows?: number };
+};
 
 function log(): Record_[] {
 	try {
@@ -56,7 +64,7 @@ interface Notice {
 	level: string | undefined;
 }
 
-function fakeCtx(notices: Notice[], widgets: (string[] | undefined)[] = [], hasUI = false) {
+function fakeCtx(notices: Notice[], widgets: unknown[] = [], hasUI = false) {
 	return {
 		cwd: dir,
 		hasUI,
@@ -67,7 +75,7 @@ function fakeCtx(notices: Notice[], widgets: (string[] | undefined)[] = [], hasU
 		},
 		ui: {
 			notify: (text: string, level?: string) => notices.push({ text, level }),
-			setWidget: (_key: string, lines: string[] | undefined) => widgets.push(lines),
+			setWidget: (_key: string, content: unknown) => widgets.push(content),
 		},
 	};
 }
@@ -247,14 +255,29 @@ test("/subagent-status runs `slate status --parent <session>` and shows its text
 	await pi.emit("session_shutdown", { reason: "quit" }, fakeCtx(notices));
 });
 
-test("with a UI, the widget shows `slate watch --lines` rows and clears when they are gone", async () => {
+test("with a UI, the widget is a component asking `slate watch --lines` for pi's width, and goes with the rows", async () => {
 	const pi = start();
-	const widgets: (string[] | undefined)[] = [];
+	const widgets: unknown[] = [];
 	await pi.emit("session_start", { reason: "startup" }, fakeCtx([], widgets, true));
 	await pi.tool("delegate_task").execute("c", { assignment: "x" }, undefined, undefined, {}); // started
+	await until(() => widgets.length >= 1);
+	const factory = widgets[0] as WidgetFactory;
+	assert.equal(typeof factory, "function");
+	let renders = 0;
+	const component = factory({ requestRender: () => renders++, terminal: { rows: 45 } });
+	// Drawn for 100 columns, shown at once inside 160 (they fit), and 158 asked for once.
+	assert.deepEqual(component.render(160), [" ● scout 0b6a…@1 running 1s"]);
+	component.render(160);
+	await until(() => renders >= 1);
+	const requests = () => log().filter((r) => r.watchRequest !== undefined).map((r) => r.watchRequest);
+	assert.deepEqual(requests(), [{ width: 158, rows: 45 }]);
+	assert.deepEqual(component.render(160), [" ● scout 0b6a…@1 running 1s"]);
+	// Narrower than the row: the fake answers no rows, and the widget is removed.
+	component.render(20);
 	await until(() => widgets.length >= 2);
-	assert.deepEqual(widgets.slice(0, 2), [["● scout 0b6a…@1 running 1s"], undefined]);
+	assert.equal(widgets[1], undefined);
+	assert.deepEqual(requests().at(-1), { width: 18, rows: 45 });
 	const watch = log().filter((r) => r.argv?.[0] === "watch").at(-1);
-	assert.deepEqual(watch?.argv?.slice(0, 4), ["watch", "--parent", SESSION_ID, "--lines"]);
+	assert.deepEqual(watch?.argv, ["watch", "--parent", SESSION_ID, "--lines"]);
 	await pi.emit("session_shutdown", { reason: "quit" }, fakeCtx([]));
 });

@@ -48,6 +48,7 @@ fn snapshot_reply(reply: &Reply) -> String {
         },
         Reply::Submit { message, .. } => format!("{}\n", SafeText::lines(message)),
         Reply::Released { released } => format!("released {released}\n"),
+        Reply::Delivered { generations } => format!("delivered {generations}\n"),
         Reply::Ok => "ok\n".to_owned(),
     }
 }

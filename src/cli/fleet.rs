@@ -31,14 +31,29 @@ pub fn read_json(path: &std::path::Path) -> Result<Value, String> {
 /// Parse `UUID@GEN` or `UUID GEN` (exactly; never a prefix or "latest").
 pub fn target(words: &[String]) -> Result<ChildRef, String> {
     match words {
-        [one] => one
-            .parse::<ChildRef>()
-            .map_err(|e| format!("target {one:?}: {e}")),
+        [one] => one.parse::<ChildRef>().map_err(|e| {
+            let hint = if looks_like_handle(one) {
+                "; a handle is for reading only, give the full UUID@generation \
+                 (`slate status` lists them; in pi, Tab completes a handle to one)"
+            } else {
+                ""
+            };
+            format!("target {one:?}: {e}{hint}")
+        }),
         [id, generation] => format!("{id}@{generation}")
             .parse::<ChildRef>()
             .map_err(|e| format!("target {id:?} {generation:?}: {e}")),
         _ => Err("give the target as UUID@GENERATION or UUID GENERATION".to_owned()),
     }
+}
+
+/// `0b6a1f3e` or `0b6a1f3e@2`: the shape of [`ChildRef::handle`].
+fn looks_like_handle(word: &str) -> bool {
+    let (digits, generation) = word.split_once('@').unwrap_or((word, "1"));
+    digits.len() == crate::core::ids::HANDLE_DIGITS
+        && digits.bytes().all(|b| b.is_ascii_hexdigit())
+        && !generation.is_empty()
+        && generation.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// Find the selected coordinator, connected.

@@ -836,6 +836,10 @@ methods! {
     ParentToolStart = "parentToolStart", ParentToolStartParams => ParentToolStartResult;
     /// Operator-only: a main-session tool call finalized; its reservation is released.
     ParentToolEnd = "parentToolEnd", ParentToolEndParams => ParentToolEndResult;
+    /// Operator-only: the current generations for completion (handle, role, status).
+    Targets = "targets", NoParams => crate::control::targets::TargetsResult;
+    /// A background outcome the caller started reached it (marks `deliveredAt`).
+    OutcomeDelivered = "outcomeDelivered", crate::control::targets::OutcomeDeliveredParams => crate::control::targets::OutcomeDeliveredResult;
 }
 
 /// A request line as a client writes it.

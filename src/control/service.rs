@@ -310,6 +310,33 @@ impl Service {
                     other => Err(unexpected("parentToolEnd", &other)),
                 }
             }
+            Request::Targets(_) => {
+                let targets = self
+                    .rt
+                    .query(|c| {
+                        c.iter_current()
+                            .map(|(s, _)| crate::control::targets::TargetRow::of(s))
+                            .collect()
+                    })
+                    .await?;
+                raw(&crate::control::targets::TargetsResult { targets })
+            }
+            Request::OutcomeDelivered(p) => {
+                let call = p.call;
+                match self
+                    .core(move |request| Input::OutcomeDelivered {
+                        request: Some(request),
+                        actor,
+                        call,
+                    })
+                    .await?
+                {
+                    Reply::Delivered { generations } => {
+                        raw(&crate::control::targets::OutcomeDeliveredResult { generations })
+                    }
+                    other => Err(unexpected("outcomeDelivered", &other)),
+                }
+            }
             Request::Shutdown(_) => {
                 let rt = self.rt.clone();
                 tokio::spawn(async move {

@@ -281,6 +281,10 @@ pub fn write_fleet_table_at(
     );
     for row in tree_order(rows) {
         let c = row.cells();
+        // The short handle first, for the eye (`UUID@generation` is what commands take).
+        let handle = crate::core::ChildRef::new(c.id, c.generation).handle();
+        push_padded(&mut text, &handle, HANDLE_COLUMN);
+        text.push(' ');
         row_line(&mut text, &c, now);
         text.push_str("  [");
         text.push_str(c.presence.map_or("", Presence::as_str));
@@ -292,6 +296,9 @@ pub fn write_fleet_table_at(
     }
     out.write_all(text.as_bytes())
 }
+
+/// The handle column's width: 8 hex digits and `@N` up to generation 99.
+const HANDLE_COLUMN: usize = 11;
 
 /// Rows in tree order: each child right under its parent, siblings in admission order.
 /// Rows whose parent is not listed (the root's children, or a parent outside the selection)

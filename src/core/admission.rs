@@ -383,6 +383,7 @@ impl Coordinator {
             retained_context: false,
             streaming: None,
             retry: None,
+            delivered_at: None,
             window: Window {
                 number: 1,
                 started_at: now,
@@ -403,6 +404,7 @@ impl Coordinator {
             session_started: false,
             last_text: None,
             stream: StreamPublish::default(),
+            drained_call: None,
         }
     }
 

@@ -230,6 +230,16 @@ impl Coordinator {
                 let released = self.parent_tool_end(&call);
                 self.reply(request, Ok(Reply::Released { released }));
             }
+            Input::OutcomeDelivered {
+                request,
+                actor,
+                call,
+            } => {
+                let generations = self.outcome_delivered(actor, call);
+                if let Some(request) = request {
+                    self.reply(request, Ok(Reply::Delivered { generations }));
+                }
+            }
             Input::Worker { child, event } => self.worker_event(child, event),
             Input::Guard {
                 request,
@@ -562,6 +572,10 @@ impl Coordinator {
         if self.is_shutting_down() {
             return;
         }
+        // What `Input::OutcomeDelivered` matches: the outcome these items go out in.
+        for &item in &call.items {
+            self.gen_mut(item).drained_call = Some((call_id, call.initiator));
+        }
         let outcomes = call.drained.into_iter().flatten().collect();
         self.emit(Effect::WindowOutcome(WindowOutcome {
             call: call_id,
@@ -582,7 +596,10 @@ impl Coordinator {
         let id = CallId(self.next_call);
         self.next_call += 1;
         for &item in &items {
-            self.gen_mut(item).call = Some(id);
+            let g = self.gen_mut(item);
+            g.call = Some(id);
+            g.snap.delivered_at = None;
+            g.drained_call = None;
         }
         self.calls.insert(
             id,
@@ -596,6 +613,26 @@ impl Coordinator {
             },
         );
         id
+    }
+
+    /// The outcome of `call` reached `actor`, who started it: each generation it carried
+    /// (still the latest window of its generation) is marked delivered, once. Returns how
+    /// many were marked; another party's call, or a call already marked, marks none.
+    fn outcome_delivered(&mut self, actor: Party, call: CallId) -> u32 {
+        let now = self.scratch.now;
+        let matching: Vec<ChildRef> = self
+            .reg
+            .identities
+            .iter()
+            .flat_map(|i| i.generations.iter())
+            .filter(|g| g.drained_call == Some((call, actor)) && g.snap.delivered_at.is_none())
+            .map(|g| g.snap.child_ref())
+            .collect();
+        for &r in &matching {
+            self.gen_mut(r).snap.delivered_at = Some(now);
+            self.mark_changed(r);
+        }
+        u32::try_from(matching.len()).unwrap_or(u32::MAX)
     }
 
     pub(crate) fn wait_outcome(&self, r: ChildRef) -> WaitOutcome {

@@ -147,6 +147,12 @@ pub enum Reply {
     Released {
         released: bool,
     },
+    /// How many generations `Input::OutcomeDelivered` marked delivered; only
+    /// `outcomeDelivered` answers it (as `OutcomeDeliveredResult`).
+    #[schemars(skip)]
+    Delivered {
+        generations: u32,
+    },
     Ok,
 }
 

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::core::ids::{ChildRef, MessageId, Party, RequestId, WaiterId};
+use crate::core::ids::{CallId, ChildRef, MessageId, Party, RequestId, WaiterId};
 use crate::core::message::MessageMode;
 use crate::core::snapshot::{Artifacts, ContextUsage, Retry, Tokens};
 use crate::core::task::{Renewal, TaskSpec};
@@ -104,6 +104,15 @@ pub enum Input {
     /// answered with `Reply::Released`: whether `call` was reserved. An id that is not
     /// reserved (exempt, refused or already released) changes nothing.
     ParentToolEnd { request: RequestId, call: String },
+    /// The outcome of window `call` reached `actor`, the party that started it (the runtime
+    /// after answering a foreground caller, with no request; the parent session's
+    /// acknowledgement of a background outcome, answered with `Reply::Delivered`). Marks each
+    /// generation it carried `deliveredAt`; anyone else's call marks nothing.
+    OutcomeDelivered {
+        request: Option<RequestId>,
+        actor: Party,
+        call: CallId,
+    },
     /// Something a worker did.
     Worker { child: ChildRef, event: WorkerEvent },
     /// A worker's extension asks before a model request, a compaction or a tool execution:

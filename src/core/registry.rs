@@ -74,6 +74,9 @@ pub(crate) struct Generation {
     pub last_text: Option<String>,
     /// Coalescing of streamed output into registry changes.
     pub stream: StreamPublish,
+    /// The call whose window outcome last carried this generation, and who started it:
+    /// what `Input::OutcomeDelivered` matches.
+    pub drained_call: Option<(CallId, Party)>,
 }
 
 /// When streamed output last changed the snapshot, and whether a change is held back.

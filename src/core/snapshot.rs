@@ -206,6 +206,13 @@ pub struct ChildSnapshot {
     /// True while a paused generation keeps its conversation for `resume`.
     pub retained_context: bool,
     pub window: Window,
+    /// When the outcome of this generation's latest window reached its parent: the waiting
+    /// caller of a foreground call was answered, or the parent session acknowledged a
+    /// background outcome (`outcomeDelivered`). Absent until then, and again once a new
+    /// window opens (`resume`). A silent window (followup, revive) sends no outcome, so it is
+    /// never set for one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivered_at: Option<Millis>,
     /// A retry in progress, as the worker reported it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry: Option<Retry>,

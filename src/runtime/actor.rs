@@ -436,8 +436,17 @@ impl Actor {
         {
             // The caller went away (a foreground `slate delegate` killed): its window went
             // on, owned by the coordinator, and its outcome is published like a background one.
+            let (call, initiator) = (outcome.call, outcome.initiator);
             match waiter.send(outcome) {
-                Ok(()) => return,
+                Ok(()) => {
+                    // Answered: the outcome reached the party that started the call.
+                    let _ = self.publish_tx.send(Input::OutcomeDelivered {
+                        request: None,
+                        actor: initiator,
+                        call,
+                    });
+                    return;
+                }
                 Err(outcome) => outcome,
             }
         } else {

@@ -34,7 +34,7 @@ use uuid::Uuid;
 use crate::core::{ChildRef, ChildSnapshot, Millis, Status};
 
 pub use fit::{fit_spans, line_width, wrap};
-pub use plain::{buffer_rows, plain_lines};
+pub use plain::{buffer_rows, plain_lines, styled_lines};
 pub use row::{elapsed, finished_line, stats};
 
 /// The widget's copy of the registry's current generations.
@@ -136,9 +136,16 @@ pub struct Layout {
     /// Queued entries, collapsed into one line (0 when the line does not fit; the header
     /// still counts them).
     pub queued: usize,
+    /// Rows of delivered, ended subtrees collapsed into one count line (0 when the line does
+    /// not fit: they are in `overflow` then).
+    pub collapsed: usize,
     /// Rows that did not fit.
     pub overflow: usize,
 }
+
+/// Delivered, wholly ended top-level subtrees kept as rows (the newest); older ones are
+/// collapsed into a count.
+pub const KEEP_DELIVERED: usize = 3;
 
 /// A borrowed view of the fleet at render time `now` (epoch milliseconds).
 pub struct FleetView<'a> {
@@ -152,8 +159,11 @@ impl<'a> FleetView<'a> {
     }
 
     /// Rows in tree order: live subtrees first (admission order), then paused, then terminal
-    /// subtrees (newest end first); queued entries are left out (they are counted).
-    fn ordered(&self) -> (Vec<&'a ChildSnapshot>, usize) {
+    /// subtrees (newest end first); queued entries are left out (they are counted). A
+    /// top-level subtree that has wholly ended and whose outcome was delivered to its parent
+    /// ([`ChildSnapshot::delivered_at`]) is collapsed once [`KEEP_DELIVERED`] newer ones are
+    /// shown: its rows are only counted (the third number).
+    fn ordered(&self) -> (Vec<&'a ChildSnapshot>, usize, usize) {
         let all = self.fleet.snapshots();
         let ids: HashSet<Uuid> = all.iter().map(|s| s.id).collect();
         let mut children: HashMap<Uuid, Vec<&ChildSnapshot>> = HashMap::new();
@@ -184,24 +194,39 @@ impl<'a> FleetView<'a> {
         for list in children.values_mut() {
             list.sort_by_key(|s| key(s));
         }
+        // Delivered, wholly ended top-level subtrees beyond the newest few are collapsed
+        // (roots are in order: the terminal ones newest first).
+        let mut delivered = 0;
+        let mut stack: Vec<(&ChildSnapshot, bool)> = Vec::with_capacity(roots.len());
+        for root in roots {
+            let ended = subtree_rank.get(&root.id).copied() == Some(2);
+            let collapse = ended && root.delivered_at.is_some() && {
+                delivered += 1;
+                delivered > KEEP_DELIVERED
+            };
+            stack.push((root, collapse));
+        }
+        stack.reverse();
         let mut out = Vec::with_capacity(all.len());
         let mut queued = 0;
+        let mut collapsed = 0;
         let mut seen = HashSet::new();
-        let mut stack: Vec<&ChildSnapshot> = roots.into_iter().rev().collect();
-        while let Some(s) = stack.pop() {
+        while let Some((s, hidden)) = stack.pop() {
             if !seen.insert(s.id) {
                 continue;
             }
-            if s.status == Status::Queued {
+            if hidden {
+                collapsed += 1;
+            } else if s.status == Status::Queued {
                 queued += 1;
             } else {
                 out.push(s);
             }
             if let Some(kids) = children.get(&s.id) {
-                stack.extend(kids.iter().rev());
+                stack.extend(kids.iter().rev().map(|k| (*k, hidden)));
             }
         }
-        (out, queued)
+        (out, queued, collapsed)
     }
 
     /// Which rows fit in `height` lines (header, rows, queued count, overflow count).
@@ -209,20 +234,26 @@ impl<'a> FleetView<'a> {
         if self.fleet.is_empty() || height == 0 {
             return Layout::default();
         }
-        let (rows, queued) = self.ordered();
+        let (rows, queued, collapsed) = self.ordered();
         let room = usize::from(height) - 1; // the header
-        // The queue line goes first when space is short: the header still counts the queue,
-        // and live rows are the priority.
-        let queue_line = queued > 0 && rows.len() < room;
+        // The queue and collapsed lines go first when space is short: the header still
+        // counts both, and live rows are the priority.
         let shown = if rows.len() <= room {
             rows.len()
         } else {
             room.saturating_sub(1) // the "+N more" line
         };
+        let mut spare = room.saturating_sub(shown);
+        let queue_line = queued > 0 && rows.len() < room && spare > 0;
+        if queue_line {
+            spare -= 1;
+        }
+        let collapsed_line = collapsed > 0 && rows.len() < room && spare > 0;
         Layout {
             shown: rows.iter().take(shown).map(|s| s.child_ref()).collect(),
             queued: if queue_line { queued } else { 0 },
-            overflow: rows.len() - shown,
+            collapsed: if collapsed_line { collapsed } else { 0 },
+            overflow: rows.len() - shown + if collapsed_line { 0 } else { collapsed },
         }
     }
 
@@ -263,6 +294,9 @@ impl<'a> FleetView<'a> {
                 .collect();
             lines.push(row::queued_line(&queued, width));
         }
+        if layout.collapsed > 0 {
+            lines.push(row::collapsed_line(layout.collapsed, width));
+        }
         if layout.overflow > 0 && lines.len() < usize::from(height) {
             lines.push(row::overflow_line(layout.overflow, width));
         }
@@ -275,8 +309,8 @@ impl<'a> FleetView<'a> {
         if self.fleet.is_empty() {
             return 0;
         }
-        let (rows, queued) = self.ordered();
-        let want = 1 + rows.len() + usize::from(queued > 0);
+        let (rows, queued, collapsed) = self.ordered();
+        let want = 1 + rows.len() + usize::from(queued > 0) + usize::from(collapsed > 0);
         u16::try_from(want).unwrap_or(u16::MAX).min(max)
     }
 }

@@ -268,3 +268,55 @@ fn cancelling_a_background_call_by_its_request_changes_nothing() {
     assert!(effects.is_empty(), "{effects:?}");
     assert!(h.coord == before);
 }
+
+/// The outcome of a call reached its initiator (`Input::OutcomeDelivered`): each generation it
+/// carried is marked `deliveredAt` once; another party's word marks nothing; a new window
+/// (resume) is undelivered again.
+#[test]
+fn an_outcome_is_marked_delivered_only_by_the_party_that_started_its_call() {
+    let mut h = Harness::with(policy(4, 8));
+    let (call, refs) = h
+        .try_admit(ROOT, vec![scout("a"), scout("b")], true)
+        .unwrap();
+    h.complete(refs[0]);
+    let delivered = |h: &mut Harness, actor: Party, call| match h.call(|request| {
+        slate::core::Input::OutcomeDelivered {
+            request: Some(request),
+            actor,
+            call,
+        }
+    }) {
+        Ok(Reply::Delivered { generations }) => generations,
+        other => panic!("outcomeDelivered answered {other:?}"),
+    };
+    // Not drained yet (b is open): nothing carried the call's outcome.
+    assert_eq!(delivered(&mut h, ROOT, call), 0);
+    h.complete(refs[1]);
+    assert_eq!(h.window_outcomes().len(), 1);
+    // A child is not the initiator.
+    assert_eq!(delivered(&mut h, Party::Child(refs[0]), call), 0);
+    assert!(h.snap(refs[0]).delivered_at.is_none());
+    assert_eq!(delivered(&mut h, ROOT, call), 2);
+    assert!(h.snap(refs[0]).delivered_at.is_some() && h.snap(refs[1]).delivered_at.is_some());
+    assert_eq!(delivered(&mut h, ROOT, call), 0, "once");
+
+    // Paused by its deadline, its window drains; delivered; a resume opens a new window.
+    let (pause_call, paused) = h.try_admit(ROOT, vec![scout("c")], true).unwrap();
+    let c = paused[0];
+    h.ready(c);
+    h.deadline(c);
+    h.exited(c);
+    assert_eq!(h.status(c), Status::Paused);
+    assert_eq!(delivered(&mut h, ROOT, pause_call), 1);
+    assert!(h.snap(c).delivered_at.is_some());
+    h.resume(c, "Continue").unwrap();
+    assert!(
+        h.snap(c).delivered_at.is_none(),
+        "the new window is not delivered"
+    );
+    assert_eq!(
+        delivered(&mut h, ROOT, pause_call),
+        0,
+        "the old call is not this window's"
+    );
+}

@@ -81,6 +81,9 @@ fn status_text(s: &ChildSnapshot) -> String {
     }
 }
 
+/// The fewest columns an assignment headline gets, however narrow the line.
+const HEADLINE_MIN: usize = 6;
+
 /// The common part of a tree row and a finished record.
 fn body(
     s: &ChildSnapshot,
@@ -96,12 +99,28 @@ fn body(
         Span::styled(s.profile.as_str().to_owned(), theme::title()),
         Span::raw(" "),
     ];
-    // The headline gets about a third of a wide line, never less than a few columns.
-    let cap = (width / 3).max(12);
+    // The short handle, for reading only (the record line carries the full identity).
+    if identity.is_none() {
+        spans.push(Span::styled(
+            format!("{} ", s.child_ref().handle()),
+            theme::dim(),
+        ));
+    }
+    // The headline gets about a third of a wide line, never less than a few columns, and on a
+    // narrow line no more than leaves room for the status and elapsed time after it.
+    let status = status_text(s);
+    let elapsed = format!(" {}", elapsed(s, now));
+    let used: usize = spans.iter().map(|s| crate::text::width(&s.content)).sum();
+    // (+1: the `…` that marks a cut of what follows the elapsed time)
+    let after = 2 + crate::text::width(&status) + crate::text::width(&elapsed) + 1;
+    let cap = (width / 3)
+        .max(12)
+        .min(width.saturating_sub(used + after))
+        .max(HEADLINE_MIN);
     spans.push(Span::raw(fit(&headline(&s.assignment), cap)));
     spans.push(Span::raw("  "));
-    spans.push(Span::styled(status_text(s), status_style));
-    spans.push(Span::raw(format!(" {}", elapsed(s, now))));
+    spans.push(Span::styled(status, status_style));
+    spans.push(Span::raw(elapsed));
     // The lease and the identity matter more than the usage: they go first so narrower
     // lines keep them.
     if s.writer_lease {
@@ -182,6 +201,17 @@ pub fn queued_line(queued: &[&ChildSnapshot], width: usize) -> Line<'static> {
             ),
             Span::styled(format!(" ({detail})"), theme::dim()),
         ],
+        width,
+    )
+}
+
+/// `+N finished`: rows of ended subtrees whose outcome reached the parent, collapsed.
+pub fn collapsed_line(n: usize, width: usize) -> Line<'static> {
+    fit_spans(
+        vec![Span::styled(
+            format!("{} +{n} finished, delivered", glyph(Status::Settled)),
+            theme::dim(),
+        )],
         width,
     )
 }

@@ -244,6 +244,7 @@ fn reply_kind(reply: &Reply) -> &'static str {
         Reply::Guard { .. } => "guard",
         Reply::Submit { .. } => "submit",
         Reply::Released { .. } => "released",
+        Reply::Delivered { .. } => "delivered",
         Reply::Ok => "ok",
     }
 }
