@@ -379,8 +379,50 @@ export async function restoreRecordedModel(pi: Pick<ExtensionAPI, "setModel" | "
  */
 export function registerHandoffMessages(pi: ExtensionAPI): void {
 	pi.on("session_start", (_event, ctx) => restoreRecordedModel(pi, ctx));
+	// Plain text, as Slate worded it (pi's default would read it as Markdown).
+	pi.registerMessageRenderer(NOTICE_TYPE, (message, _options, theme) => {
+		const text = typeof message.content === "string" ? message.content : "";
+		return {
+			render: (width: number) => [theme.fg("accent", " Slate"), ...wrapLines(text, width).map((l) => theme.fg("muted", l))],
+			invalidate: () => {},
+		};
+	});
 	pi.on("context", (event) => {
 		const kept = event.messages.filter((m) => !(m.role === "custom" && (m as { customType?: string }).customType === NOTICE_TYPE));
 		return kept.length === event.messages.length ? undefined : { messages: kept };
 	});
+}
+
+/**
+ * `text` as lines of at most `width` columns, one column of padding on each side: broken at
+ * spaces, a longer word hard-broken; continuation lines keep the line's indentation. Slate's
+ * notices are sanitized, single-width text.
+ */
+export function wrapLines(text: string, width: number): string[] {
+	const room = Math.max(8, width - 2);
+	const out: string[] = [];
+	for (const line of text.split("\n")) {
+		const indent = /^ */.exec(line)?.[0] ?? "";
+		let rest = [...line];
+		let first = true;
+		while (rest.length > 0 || first) {
+			const pad = first ? [] : [...indent, " ", " "];
+			const avail = Math.max(4, room - pad.length);
+			if (rest.length <= avail) {
+				out.push(` ${[...pad, ...rest].join("")}`);
+				break;
+			}
+			let cut = rest.lastIndexOf(" ", avail);
+			if (cut <= indent.length) {
+				cut = avail;
+			}
+			out.push(` ${[...pad, ...rest.slice(0, cut)].join("").trimEnd()}`);
+			rest = rest.slice(cut);
+			while (rest[0] === " ") {
+				rest = rest.slice(1);
+			}
+			first = false;
+		}
+	}
+	return out;
 }

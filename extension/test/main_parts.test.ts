@@ -14,7 +14,7 @@ import { ControlClient } from "../control.ts";
 import { hubPlan, shellQuote, statusArgv, steerArgv, stopArgv, slateSubcommand } from "../commands.ts";
 import { parseServed, serveArgs } from "../coordinator.ts";
 import { OutcomeDelivery, outcomeMessage } from "../delivery.ts";
-import { handoffArgv, recordedModel, registerHandoff } from "../handoff.ts";
+import { handoffArgv, recordedModel, registerHandoff, wrapLines } from "../handoff.ts";
 import { findInstallation } from "../install.ts";
 import { actionCall, compatChild, renewalMethod, runAction } from "../subagent.ts";
 import { isFinal, parseRows, watchArgs } from "../widget.ts";
@@ -408,4 +408,21 @@ test("the model Slate recorded: the model_change before the newest unpaused slat
 	assert.equal(recordedModel([model("a"), state(true)]), undefined, "paused: pi stays where it is");
 	assert.equal(recordedModel([model("a"), state(false), { type: "message" }]), undefined, "used since: pi's own restore");
 	assert.equal(recordedModel([model("a")]), undefined, "no Slate state");
+});
+
+test("a notice wraps at spaces within the width, continuation lines indented under their line", () => {
+	const lines = wrapLines("Slate handed off session a to b.\n  - one two three four five six seven\n/a/very/long/path/without/any/space/at/all", 20);
+	assert.deepEqual(lines, [
+		" Slate handed off",
+		"   session a to b.",
+		"   - one two three",
+		"     four five six",
+		"     seven",
+		" /a/very/long/path/",
+		"   without/any/spac",
+		"   e/at/all",
+	]);
+	for (const l of lines) {
+		assert.ok(l.length <= 20, l);
+	}
 });
