@@ -24,7 +24,10 @@ fn identity(text: &str) -> Option<String> {
         if !shaped || text.get(i + 36..i + 37) != Some("@") {
             return None;
         }
-        let generation: String = text[i + 37..].chars().take_while(char::is_ascii_digit).collect();
+        let generation: String = text[i + 37..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
         (!generation.is_empty()).then(|| format!("{id}@{generation}"))
     })
 }
@@ -53,7 +56,13 @@ fn a_refused_resume_keeps_pi_running_and_a_chosen_model_carries_the_fleet_to_the
         pi.keys(&["C-j"]);
         pi.type_text(r#"CALL: delegate_task {"assignment": "Map the parser", "profile": "scout"}"#);
         pi.keys(&["Enter"]);
-        pi.wait_for("the delegation's answer", |s| s.contains("Calls done."));
+        pi.wait_for("the child settled", |s| {
+            s.contains("ACK: Map") && s.contains("settled")
+        });
+        assert!(
+            pi.llm.wait_for_requests(3, crate::pi_tmux::WAIT),
+            "the main model's answer after the tool result"
+        );
         let child = pi
             .llm
             .requests()
@@ -66,20 +75,30 @@ fn a_refused_resume_keeps_pi_running_and_a_chosen_model_carries_the_fleet_to_the
         let asked = pi.wait_for("the question before the handoff", |s| {
             s.contains("not permitted by routing") && s.contains("Hand off anyway?")
         });
-        assert!(asked.contains("router"), "the slate.json fix is shown:\n{asked}");
+        assert!(
+            asked.contains("router"),
+            "the slate.json fix is shown:\n{asked}"
+        );
         pi.keys(&["Enter"]); // Yes
+        // (At 80×24 the message's first lines, "Slate handed off session …" and the fleet's
+        // header, have scrolled above the screen; its end is what shows.)
         let paused = pi.wait_for("Slate's handoff message in the successor", |s| {
-            s.contains("Slate handed off session") && s.contains("Paused (adoption)")
+            s.contains("Paused (adoption)") && s.contains("Resumed session")
         });
-        assert!(paused.contains("The fleet (1 thread"), "{paused}");
+        assert!(paused.contains("result.txt"), "the fleet's artifacts: {paused}");
         assert!(paused.contains("/slate resume --model"), "{paused}");
         no_overflow(&pi, width);
 
         // The crash of issue 21: resume with no model. pi keeps running; the reason is shown.
         pi.submit("/slate resume");
-        let refused = pi.wait_for("the refusal", |s| s.contains("an adoption pause clears only"));
+        let refused = pi.wait_for("the refusal", |s| {
+            s.contains("an adoption pause clears only")
+        });
         assert!(!refused.contains("PI-EXIT="), "pi exited:\n{refused}");
-        assert!(!refused.contains("Error: error:"), "one Error: prefix:\n{refused}");
+        assert!(
+            !refused.contains("Error: error:"),
+            "one Error: prefix:\n{refused}"
+        );
         assert!(refused.contains("is not an exact permission"), "{refused}");
 
         // A permitted model: pi is on it, and the kickoff's request carries the fleet.
@@ -89,18 +108,35 @@ fn a_refused_resume_keeps_pi_running_and_a_chosen_model_carries_the_fleet_to_the
             s.contains("Slate resumed this session") && s.contains("fake-reasoner")
         });
         assert!(!resumed.contains("PI-EXIT="), "{resumed}");
-        assert!(pi.llm.wait_for_requests(before + 1, crate::pi_tmux::WAIT), "the kickoff's turn");
+        assert!(
+            pi.llm.wait_for_requests(before + 1, crate::pi_tmux::WAIT),
+            "the kickoff's turn"
+        );
         let first = &pi.llm.requests()[before];
         let body = first.body.to_string();
-        assert_eq!(first.body["model"], "fake-reasoner", "the successor's request is on the chosen model");
-        assert!(body.contains("The fleet (1 thread"), "the kickoff names the fleet: {body}");
+        assert_eq!(
+            first.body["model"], "fake-reasoner",
+            "the successor's request is on the chosen model"
+        );
+        assert!(
+            body.contains("The fleet (1 thread"),
+            "the kickoff names the fleet: {body}"
+        );
         if let Some(child) = &child {
-            assert!(body.contains(child.as_str()), "the child's identity {child}: {body}");
+            assert!(
+                body.contains(child.as_str()),
+                "the child's identity {child}: {body}"
+            );
         }
         assert!(body.contains("result.txt"), "the artifact paths: {body}");
-        assert!(!body.contains("Slate handed off session"), "the notices are not sent to the model");
+        assert!(
+            !body.contains("Slate handed off session"),
+            "the notices are not sent to the model"
+        );
         let footer = pi.wait_for("the footer on fake-reasoner", |s| {
-            s.lines().last().is_some_and(|l| l.contains("fake-reasoner"))
+            s.lines()
+                .last()
+                .is_some_and(|l| l.contains("fake-reasoner"))
         });
         assert!(!footer.contains("PI-EXIT="));
         no_overflow(&pi, width);
