@@ -19,6 +19,7 @@
 import type { ExtensionAPI, ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
 
 import { type CliRun, cliRunner, cliText, type RunCli, withoutErrorPrefix } from "./cli.ts";
+import { showEffective } from "./handoff.ts";
 
 /** What a command needs of the session: the CLI, and the coordinator's parent id. */
 export type SessionLookup = () => Promise<
@@ -188,9 +189,16 @@ export function registerCommands(pi: ExtensionAPI, deps: CommandDeps): void {
 		handler: async (args, ctx) => {
 			const { sub, rest } = slateSubcommand(args);
 			switch (sub) {
-				case "effective":
-					// `slate effective`'s own flags (`--recovery MODEL`, `--approve`) pass through.
-					return runPlain(["effective", ...words(rest)], deps.cli)(rest, ctx);
+				case "effective": {
+					// `slate effective`'s own flags (`--recovery MODEL`, `--approve`) pass through;
+					// then whether this pi has a route routing permits (handoff.ts).
+					const found = deps.cli();
+					if (!found.ok) {
+						ctx.ui.notify(`Slate is not installed for this extension: ${found.reason}`, "error");
+						return;
+					}
+					return showEffective(rest, ctx, found.run);
+				}
 				case "handoff":
 				case "resume":
 					return deps.handoff(sub, rest, ctx);

@@ -426,3 +426,69 @@ export function wrapLines(text: string, width: number): string[] {
 	}
 	return out;
 }
+
+/** One exact route routing permits: `provider/id` of an ordinary logical model. */
+export interface PermittedRoute {
+	model: string;
+	provider: string;
+	id: string;
+}
+
+/** The exact routes of ordinary membership in `slate --json effective` (none when blocked). */
+export function permittedRoutes(effective: unknown): PermittedRoute[] {
+	if (!isObject(effective) || !isObject(effective.policy)) {
+		return [];
+	}
+	const { ordinary, definitions } = effective.policy;
+	if (!Array.isArray(ordinary) || !Array.isArray(definitions)) {
+		return [];
+	}
+	const routes: PermittedRoute[] = [];
+	for (const name of ordinary) {
+		const d = definitions.find((x: unknown) => isObject(x) && x.model === name);
+		if (isObject(d) && isObject(d.providers)) {
+			for (const [provider, id] of Object.entries(d.providers)) {
+				if (typeof id === "string") {
+					routes.push({ model: String(name), provider, id });
+				}
+			}
+		}
+	}
+	return routes;
+}
+
+/**
+ * What `slate effective` cannot know: whether this pi has any route routing permits. `None`
+ * when at least one exists here with credentials, else the warning (an adoption pause follows
+ * the next handoff on any other model).
+ */
+export function routeWarning(routes: readonly PermittedRoute[], registry: Pick<ExtensionContext["modelRegistry"], "find" | "hasConfiguredAuth">): string | undefined {
+	if (routes.length === 0) {
+		return undefined;
+	}
+	const missing: string[] = [];
+	for (const r of routes) {
+		const model = registry.find(r.provider, r.id);
+		if (model !== undefined && registry.hasConfiguredAuth(model)) {
+			return undefined;
+		}
+		missing.push(`${r.provider}/${r.id} (${r.model}: ${model === undefined ? "not in pi's models" : "no credentials"})`);
+	}
+	return [
+		`routing: none of the ${routes.length} routes routing permits is usable in this pi, so a handoff pauses its successor (adoption) until one is:`,
+		...missing.map((m) => `  - ${m}`),
+		"Fix: configure one of these in pi (/login, models.json), or permit a model pi has in slate.json (/slate handoff shows the entry for the current model).",
+	].join("\n");
+}
+
+/** `/slate effective [flags]`: the CLI's own text, then whether this pi has a permitted route. */
+export async function showEffective(args: string, ctx: ExtensionCommandContext, run: (argv: string[], cwd: string) => Promise<CliRun>): Promise<void> {
+	const flags = words(args);
+	const text = await run(["effective", ...flags], ctx.cwd);
+	ctx.ui.notify(text.code === 0 ? cliText(text) : withoutErrorPrefix(cliText(text)), text.code === 0 ? "info" : "error");
+	const json = await run(["--json", "effective", ...flags], ctx.cwd);
+	const warning = routeWarning(permittedRoutes(parseJson(json.stdout)), ctx.modelRegistry);
+	if (warning !== undefined) {
+		ctx.ui.notify(warning, "warning");
+	}
+}

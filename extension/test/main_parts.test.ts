@@ -14,7 +14,7 @@ import { ControlClient } from "../control.ts";
 import { hubPlan, shellQuote, statusArgv, steerArgv, stopArgv, slateSubcommand } from "../commands.ts";
 import { parseServed, serveArgs } from "../coordinator.ts";
 import { OutcomeDelivery, outcomeMessage } from "../delivery.ts";
-import { handoffArgv, recordedModel, registerHandoff, wrapLines } from "../handoff.ts";
+import { handoffArgv, permittedRoutes, recordedModel, registerHandoff, routeWarning, wrapLines } from "../handoff.ts";
 import { findInstallation } from "../install.ts";
 import { actionCall, compatChild, renewalMethod, runAction } from "../subagent.ts";
 import { isFinal, parseRows, watchArgs } from "../widget.ts";
@@ -425,4 +425,33 @@ test("a notice wraps at spaces within the width, continuation lines indented und
 	for (const l of lines) {
 		assert.ok(l.length <= 20, l);
 	}
+});
+
+test("/slate effective warns when no route routing permits is usable in this pi", () => {
+	const effective = {
+		policy: {
+			ordinary: ["luna-6", "mine"],
+			definitions: [
+				{ model: "luna-6", providers: { openai: "gpt-6-luna" } },
+				{ model: "mine", providers: { fake: "fake-reasoner" } },
+				{ model: "excluded", providers: { fake: "fake-model" } },
+			],
+		},
+	};
+	const routes = permittedRoutes(effective);
+	assert.deepEqual(routes, [
+		{ model: "luna-6", provider: "openai", id: "gpt-6-luna" },
+		{ model: "mine", provider: "fake", id: "fake-reasoner" },
+	]);
+	const model = { provider: "fake", id: "fake-reasoner" };
+	const registry = (auth: boolean) => ({
+		find: (p: string, id: string) => (p === "fake" && id === "fake-reasoner" ? model : undefined),
+		hasConfiguredAuth: () => auth,
+	});
+	assert.equal(routeWarning(routes, registry(true) as never), undefined, "one usable route: no warning");
+	const warning = routeWarning(routes, registry(false) as never) ?? "";
+	assert.match(warning, /none of the 2 routes routing permits is usable in this pi/);
+	assert.match(warning, /openai\/gpt-6-luna \(luna-6: not in pi's models\)/);
+	assert.match(warning, /fake\/fake-reasoner \(mine: no credentials\)/);
+	assert.equal(routeWarning(permittedRoutes({ blocked: true, policy: null }), registry(false) as never), undefined, "blocked: the CLI's text says so");
 });
