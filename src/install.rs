@@ -84,6 +84,7 @@ impl Layout {
     }
 
     /// The same data dir with the extension where installs before the rename put it.
+    #[must_use]
     pub fn legacy(&self) -> Self {
         Self {
             data: self.data.clone(),

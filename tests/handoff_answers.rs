@@ -7,7 +7,7 @@
 //! * The real binary is run into each refusal and each success the extension can meet — argv as
 //!   the extension builds it (`--json … --from-pi --session FILE`) — and every answer (exit
 //!   code, stdout, stderr) is handed to the extension's own handler under `node --test`
-//!   (extension/test/handoff_answers.test.ts), which asserts that none throws, that pi is only
+//!   (`extension/test/handoff_answers.test.ts`), which asserts that none throws, that pi is only
 //!   asked to open a session file that exists, and that each outcome is a visible message.
 //!   Nothing in the answers is written by hand.
 
@@ -95,7 +95,8 @@ impl Sandbox {
         let line = json!({"type": "message", "id": "abcdef12", "parentId": s.leaf(), "timestamp": "2026-11-30T02:50:49.589Z",
             "message": {"role": "user", "content": [{"type": "text", "text": "hi"}], "timestamp": 1}});
         let mut text = fs::read_to_string(&s.path).unwrap();
-        text.push_str(&format!("{line}\n"));
+        text.push_str(&line.to_string());
+        text.push('\n');
         fs::write(&s.path, text).unwrap();
         s.path
     }
@@ -152,6 +153,7 @@ impl Sandbox {
 const PERMIT_REASONER: &str = r#"{"router": {"models": {"add": [{"model": "fake-reasoner", "capabilityRating": 50, "costRating": 50, "effort": "off", "preferredProvider": "fake", "providers": {"fake": "fake-reasoner"}, "guidelines": [], "cautions": []}]}}}"#;
 
 /// Every answer: refusals first, then the successes of a paused handoff and its resume.
+#[allow(clippy::too_many_lines, reason = "one run per answer, listed in order")]
 fn answers(sb: &Sandbox) -> Vec<Value> {
     let p = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d";
     let mut all = Vec::new();

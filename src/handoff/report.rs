@@ -1,6 +1,7 @@
 //! What `slate handoff` and `slate resume` report: the serde types behind `--json` (schema in
 //! docs/handoff.md), and the fleet a handoff snapshots.
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use serde::Serialize;
@@ -240,14 +241,15 @@ pub fn handoff_notice(r: &HandoffReport, brief: Option<&str>, from_pi: bool) -> 
         }
         "paused" => {
             let reason = a.pause_reason.map_or("?", PauseReason::as_str);
-            t.push_str(&format!(
+            let _ = write!(
+                t,
                 "\nPaused ({reason}): this session does not start work until the pause clears{}.",
                 if a.kickoff == "pending" {
                     "; the kickoff waits until then"
                 } else {
                     ""
                 }
-            ));
+            );
             problem_lines(&mut t, &a.problems);
             if let Some(fix) = &a.fix {
                 t.push_str("\nFix: ");
@@ -257,10 +259,11 @@ pub fn handoff_notice(r: &HandoffReport, brief: Option<&str>, from_pi: bool) -> 
             t.push_str(&resume_hint(from_pi, &r.successor_file));
         }
         other => {
-            t.push_str(&format!(
+            let _ = write!(
+                t,
                 "\nAdoption {other}: the successor keeps its handoff entry; {} adopts it later.",
                 resume_hint(from_pi, &r.successor_file)
-            ));
+            );
         }
     }
     if let Some(e) = &a.error {
@@ -283,12 +286,17 @@ pub fn resume_notice(r: &ResumeReport) -> String {
     };
     let mut t = format!("Slate resumed this session: the {reason} pause cleared");
     match (&r.model, &r.thinking_level) {
-        (Some(m), Some(l)) => t.push_str(&format!(
-            "; model {} (thinking {})",
-            SafeText::line(m),
-            SafeText::line(l)
-        )),
-        (Some(m), None) => t.push_str(&format!("; model {}", SafeText::line(m))),
+        (Some(m), Some(l)) => {
+            let _ = write!(
+                t,
+                "; model {} (thinking {})",
+                SafeText::line(m),
+                SafeText::line(l)
+            );
+        }
+        (Some(m), None) => {
+            let _ = write!(t, "; model {}", SafeText::line(m));
+        }
         (None, _) => t.push_str("; pi's own model"),
     }
     t.push_str(match r.kickoff {

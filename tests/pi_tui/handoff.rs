@@ -67,8 +67,7 @@ fn a_refused_resume_keeps_pi_running_and_a_chosen_model_carries_the_fleet_to_the
             .llm
             .requests()
             .iter()
-            .filter_map(|r| r.messages().iter().find_map(|m| identity(&m.to_string())))
-            .next();
+            .find_map(|r| r.messages().iter().find_map(|m| identity(&m.to_string())));
 
         // Handoff on fake/fake-model, which routing does not permit: said first, with the fix.
         pi.submit("/slate handoff finish the parser");
@@ -85,7 +84,10 @@ fn a_refused_resume_keeps_pi_running_and_a_chosen_model_carries_the_fleet_to_the
         let paused = pi.wait_for("Slate's handoff message in the successor", |s| {
             s.contains("Paused (adoption)") && s.contains("Resumed session")
         });
-        assert!(paused.contains("result.txt"), "the fleet's artifacts: {paused}");
+        assert!(
+            paused.contains("result.txt"),
+            "the fleet's artifacts: {paused}"
+        );
         assert!(paused.contains("/slate resume --model"), "{paused}");
         no_overflow(&pi, width);
 
