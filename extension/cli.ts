@@ -49,3 +49,8 @@ export function cliText(run: CliRun): string {
 	const parts = [run.stdout.trimEnd(), run.stderr.trimEnd(), run.error ?? ""].filter((p) => p !== "");
 	return parts.length === 0 ? `(no output; exit ${run.code ?? "?"})` : parts.join("\n");
 }
+
+/** The CLI prints `error: …` on stderr and pi shows an error as `Error: …`: say it once. */
+export function withoutErrorPrefix(text: string): string {
+	return text.replace(/^error: /, "");
+}

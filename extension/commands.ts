@@ -8,7 +8,7 @@
  * | `/subagent-status [id generation]` | `slate status --parent P [-- id generation]` |
  * | `/subagent-stop id generation` | `slate stop --parent P -- id generation` |
  * | `/subagent-steer id generation text` | `slate steer --parent P -- id@generation text` |
- * | `/subagent-profiles` | `slate profiles --text` |
+ * | `/subagent-profiles [--prompts]` | `slate profiles --text [--prompts]` |
  * | `/subagent-hub` | in tmux: `tmux split-window -h -c <cwd> '<slate>' hub --parent P`; otherwise shows that command |
  * | `/slate effective [flags]` | `slate effective [flags]` |
  * | `/slate handoff …`, `/slate resume …` | see handoff.ts |
@@ -21,7 +21,8 @@
  */
 import type { ExtensionAPI, ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
 
-import { type CliRun, cliRunner, cliText, type RunCli } from "./cli.ts";
+import { type CliRun, cliRunner, cliText, type RunCli, withoutErrorPrefix } from "./cli.ts";
+import { showEffective } from "./handoff.ts";
 import type { TargetRow } from "./protocol.ts";
 
 /** What a command needs of the session: the CLI, and the coordinator's parent id. */
@@ -100,7 +101,7 @@ export function hubPlan(
 
 /** Show a run's text: info when it exited 0, else an error. */
 export function showRun(ctx: ExtensionCommandContext, run: CliRun): void {
-	ctx.ui.notify(cliText(run), run.code === 0 ? "info" : "error");
+	ctx.ui.notify(run.code === 0 ? cliText(run) : withoutErrorPrefix(cliText(run)), run.code === 0 ? "info" : "error");
 }
 
 type Handler = (args: string, ctx: ExtensionCommandContext) => Promise<void>;
@@ -219,8 +220,9 @@ export function registerCommands(pi: ExtensionAPI, deps: CommandDeps): void {
 		handler: runArgv(steerArgv, deps.session),
 	});
 	pi.registerCommand("subagent-profiles", {
-		description: "Slate: the resolved subagent profiles and tool policy",
-		handler: runPlain(["profiles", "--text"], deps.cli),
+		description: "Slate: the resolved subagent profiles and tool policy (--prompts: each full role prompt)",
+		// `slate profiles`' own flags (`--prompts`, `--approve`) pass through.
+		handler: (args, ctx) => runPlain(["profiles", "--text", ...words(args)], deps.cli)(args, ctx),
 	});
 	pi.registerCommand("subagent-hub", {
 		description: "Slate: open the Subagent Hub for this session (a tmux pane, or the command to run)",
@@ -241,9 +243,16 @@ export function registerCommands(pi: ExtensionAPI, deps: CommandDeps): void {
 		handler: async (args, ctx) => {
 			const { sub, rest } = slateSubcommand(args);
 			switch (sub) {
-				case "effective":
-					// `slate effective`'s own flags (`--recovery MODEL`, `--approve`) pass through.
-					return runPlain(["effective", ...words(rest)], deps.cli)(rest, ctx);
+				case "effective": {
+					// `slate effective`'s own flags (`--recovery MODEL`, `--approve`) pass through;
+					// then whether this pi has a route routing permits (handoff.ts).
+					const found = deps.cli();
+					if (!found.ok) {
+						ctx.ui.notify(`Slate is not installed for this extension: ${found.reason}`, "error");
+						return;
+					}
+					return showEffective(rest, ctx, found.run);
+				}
 				case "handoff":
 				case "resume":
 					return deps.handoff(sub, rest, ctx);

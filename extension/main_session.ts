@@ -19,7 +19,7 @@ import { dirname } from "node:path";
 import { cliRunner, type RunCli } from "./cli.ts";
 import { registerCommands } from "./commands.ts";
 import type { Send } from "./delivery.ts";
-import { registerHandoff } from "./handoff.ts";
+import { registerHandoff, registerHandoffMessages } from "./handoff.ts";
 import { registerDoctrine, reportHostExtensions } from "./host_extensions.ts";
 import type { InstallationResult } from "./install.ts";
 import { registerReservation } from "./reservation.ts";
@@ -152,6 +152,7 @@ export function mainSession(pi: ExtensionAPI, options: MainSessionOptions): void
 		await started;
 		return doctrine;
 	});
+	registerHandoffMessages(pi);
 	registerRootTools(pi, runtime);
 	registerSubagent(pi, runtime);
 

@@ -412,6 +412,10 @@ pub enum Command {
         /// live writer); the successor's kickoff is claimed and reported for pi to send.
         #[arg(long)]
         from_pi: bool,
+        /// Write nothing: say whether a successor would adopt the session's model now (routing),
+        /// and the `slate.json` fix when it would not.
+        #[arg(long, conflicts_with_all = ["track_boundary", "post_check", "context_budget", "user_request"])]
+        check: bool,
         /// The focus for the successor; everything after the first word is focus text.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         focus: Vec<String>,
@@ -646,6 +650,12 @@ pub fn try_main(printer: &Printer, command: Command) -> Result<ExitCode, Error> 
             ..
         } if words.is_empty() => handoff::resume(printer, model, effort, session, from_pi),
         Command::Handoff {
+            session,
+            from_pi,
+            check: true,
+            ..
+        } => handoff::check(printer, handoff::Target { session, from_pi }),
+        Command::Handoff {
             track_boundary,
             post_check,
             context_budget,
@@ -654,6 +664,7 @@ pub fn try_main(printer: &Printer, command: Command) -> Result<ExitCode, Error> 
             from_pi,
             focus,
             select,
+            check: false,
         } => handoff::handoff(
             printer,
             handoff::PurposeFlags {

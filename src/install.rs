@@ -34,8 +34,12 @@ use files::FileReport;
 use record::{Record, Records};
 use settings::{Lock, Scope, Settings};
 
-/// The directory under Slate's data dir that pi loads.
-pub const EXTENSION_SUBDIR: &str = "pi-extension";
+/// The directory under Slate's data dir that pi loads. pi lists an extension by its
+/// directory's name, so the name is `slate`.
+pub const EXTENSION_SUBDIR: &str = "slate";
+/// Where installs before 0.1.0's rename put it (pi listed it as `pi-extension`); install
+/// migrates such an install ([`install`]).
+pub const LEGACY_EXTENSION_SUBDIR: &str = "pi-extension";
 /// The directory under Slate's data dir with the install records.
 pub const RECORDS_SUBDIR: &str = "pi-install";
 
@@ -67,11 +71,25 @@ pub enum InstallError {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Layout {
     pub data: PathBuf,
+    /// [`EXTENSION_SUBDIR`], or [`LEGACY_EXTENSION_SUBDIR`] while migrating.
+    subdir: &'static str,
 }
 
 impl Layout {
     pub fn new(data: impl Into<PathBuf>) -> Self {
-        Self { data: data.into() }
+        Self {
+            data: data.into(),
+            subdir: EXTENSION_SUBDIR,
+        }
+    }
+
+    /// The same data dir with the extension where installs before the rename put it.
+    #[must_use]
+    pub fn legacy(&self) -> Self {
+        Self {
+            data: self.data.clone(),
+            subdir: LEGACY_EXTENSION_SUBDIR,
+        }
     }
 
     /// Slate's data dir from the environment.
@@ -84,12 +102,12 @@ impl Layout {
             action: "resolve",
             source,
         })?;
-        Ok(Self { data })
+        Ok(Self::new(data))
     }
 
     /// The installed extension directory (the `extensions` entry).
     pub fn extension_dir(&self) -> PathBuf {
-        self.data.join(EXTENSION_SUBDIR)
+        self.data.join(self.subdir)
     }
 
     pub fn records(&self) -> Records {
@@ -132,6 +150,9 @@ pub struct InstallReport {
     pub settings_change: SettingsAdded,
     /// Whether anything was written or removed.
     pub changed: bool,
+    /// An install from before the rename was undone first (its uninstall report).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub migrated: Option<UninstallReport>,
 }
 
 /// Installs for `scope`, whose settings file is `settings_path`, naming the binary `slate`
@@ -142,6 +163,16 @@ pub fn install(
     settings_path: &Path,
     slate: &Path,
 ) -> Result<InstallReport, InstallError> {
+    // An install from before the rename (pi lists it as `pi-extension`) is undone first, as
+    // `slate pi uninstall` of that version would, so the settings hold one Slate entry.
+    let legacy = layout.legacy();
+    let migrated = if layout.subdir != LEGACY_EXTENSION_SUBDIR
+        && Settings::read(settings_path)?.has_entry(&legacy.entry()?)
+    {
+        Some(uninstall(&legacy, scope, settings_path)?)
+    } else {
+        None
+    };
     let entry = layout.entry()?;
     let directory = layout.extension_dir();
     let records = layout.records();
@@ -185,7 +216,8 @@ pub fn install(
             settings: settings_path.to_owned(),
             entry: entry.clone(),
             settings_change,
-            changed,
+            changed: changed || migrated.as_ref().is_some_and(|m| m.changed),
+            migrated: migrated.clone(),
         })
     })();
     drop(lock);

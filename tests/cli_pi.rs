@@ -51,7 +51,7 @@ impl Fixture {
     }
 
     fn extension_dir(&self) -> PathBuf {
-        self.root.join("data/slate/pi-extension")
+        self.root.join("data/slate/slate")
     }
 
     fn command(&self, args: &[&str]) -> Command {
@@ -169,6 +169,48 @@ fn install_prints_every_change_and_a_second_install_changes_nothing() {
     assert_eq!(code, Some(0));
     assert_eq!(nothing["changed"], false);
     assert_eq!(nothing["settingsChange"], "missing");
+}
+
+#[test]
+fn an_install_pi_listed_as_pi_extension_is_migrated_to_slate() {
+    let f = Fixture::new();
+    std::fs::create_dir_all(f.settings().parent().unwrap()).unwrap();
+    let before = "{\n\t\"theme\": \"dark\"\n}\n";
+    std::fs::write(f.settings(), before).unwrap();
+    // The install of a Slate before the rename (its layout, through the library).
+    let layout = slate::install::Layout::new(f.root.join("data/slate"));
+    let old = slate::install::install(
+        &layout.legacy(),
+        slate::install::settings::Scope::User,
+        &f.settings(),
+        Path::new(env!("CARGO_BIN_EXE_slate")),
+    )
+    .unwrap();
+    assert!(old.directory.ends_with("slate/pi-extension"), "{old:?}");
+    let out = f.slate(&["pi", "install"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("migrated: the install pi listed as `pi-extension` was undone first"),
+        "{}",
+        stdout(&out)
+    );
+    let now: Value = serde_json::from_slice(&std::fs::read(f.settings()).unwrap()).unwrap();
+    assert_eq!(
+        now,
+        json!({"theme": "dark", "extensions": [f.extension_dir().to_str().unwrap()]}),
+        "one Slate entry, the new one"
+    );
+    assert!(!old.directory.exists(), "the old directory is gone");
+    assert_eq!(
+        f.extension_dir().file_name().unwrap(),
+        "slate",
+        "pi lists the extension as `slate`"
+    );
+    // And uninstall still restores the bytes from before the first install.
+    let (code, removed) = f.json(&["pi", "uninstall"]);
+    assert_eq!(code, Some(0));
+    assert_eq!(removed["settingsChange"], "restored");
+    assert_eq!(std::fs::read_to_string(f.settings()).unwrap(), before);
 }
 
 #[test]

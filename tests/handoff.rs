@@ -767,7 +767,11 @@ fn handoff_plan_carries_snapshot_and_binds_records() {
     assert_eq!(
         k.text,
         format!(
-            "Purpose track-boundary; causes track-boundary during a context-budget; focus ship it; from {SID}"
+            "Purpose track-boundary; causes track-boundary during a context-budget; focus ship it; from {SID}\n\n\
+             The fleet (1 thread; its workers stopped with the handoff, their artifacts remain):\n\
+             - live@2\n\
+             Episodes carried from earlier handoffs:\n\
+             - t1@1"
         )
     );
     assert_eq!((k.id.as_str(), k.source), ("kick", KickoffSource::Home));
@@ -801,6 +805,61 @@ fn handoff_plan_carries_snapshot_and_binds_records() {
         ))
     );
     let _: Option<Kickoff> = None;
+}
+
+#[test]
+fn the_kickoff_names_the_fleet_identities_roles_statuses_headlines_and_artifacts() {
+    let threads = [
+        json!({"id": "0b6a5c1e-1111-4222-8333-444455556666", "generation": 2, "profile": "scout",
+               "status": "settled", "headline": "Found the parser's entry points"}),
+        json!({"id": "7c1d2e3f-1111-4222-8333-444455556666", "generation": 1, "profile": "worker",
+               "status": "failed", "headline": "provider error\u{1b}[31m"}),
+    ];
+    let episodes = [
+        json!({"thread": "0b6a5c1e-1111-4222-8333-444455556666@2",
+               "artifacts": {"text": "/tmp/t/result.txt", "structured": "/tmp/t/structured.json"}}),
+        json!({"thread": "99999999-1111-4222-8333-444455556666@3", "artifacts": {"text": "/tmp/old/result.txt"}}),
+    ];
+    let brief = rules::fleet_brief(&threads, &episodes).unwrap();
+    assert_eq!(
+        brief,
+        "The fleet (2 threads; its workers stopped with the handoff, their artifacts remain):\n\
+         - 0b6a5c1e-1111-4222-8333-444455556666@2 · scout · settled · Found the parser's entry points\n  \
+         artifacts: /tmp/t/result.txt, /tmp/t/structured.json\n\
+         - 7c1d2e3f-1111-4222-8333-444455556666@1 · worker · failed · provider error[31m\n\
+         Episodes carried from earlier handoffs:\n\
+         - 99999999-1111-4222-8333-444455556666@3\n  artifacts: /tmp/old/result.txt"
+            .replace("[31m", &slate::text::SafeText::line("\u{1b}[31m").into_string()),
+    );
+    assert_eq!(rules::fleet_brief(&[], &[]), None, "no fleet, no brief");
+    // No template, no focus: the fleet alone makes a kickoff.
+    let (text, source) =
+        rules::kickoff_with_fleet(None, None, &["user-request"], SID, Some(&brief)).unwrap();
+    assert_eq!(source, KickoffSource::Fleet);
+    assert_eq!(
+        text,
+        format!(
+            "Slate handoff (user-request) from session {SID}. Continue the work of this fleet.\n\n{brief}"
+        )
+    );
+    // A template places it with {{fleet}}; a focus typed as {{fleet}} stays literal.
+    let template = rules::Template {
+        text: "{{focus}}\n{{fleet}}\nend".to_owned(),
+        source: KickoffSource::Home,
+    };
+    let (text, _) = rules::kickoff_with_fleet(
+        Some(&template),
+        Some("{{fleet}}"),
+        &["post-check"],
+        SID,
+        Some("F"),
+    )
+    .unwrap();
+    assert_eq!(text, "{{fleet}}\nF\nend");
+    assert_eq!(
+        rules::kickoff_with_fleet(None, None, &["user-request"], SID, None),
+        None
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1648,7 +1707,10 @@ fn routing_gate_permits_exact_permissions_at_their_fixed_effort() {
     use slate::handoff::gate::RoutingGate;
     use slate::policy::routing::{ProjectFile, SlateFile, resolve};
     let shipped = resolve(&SlateFile::absent("home"), &ProjectFile::Absent);
-    let gate = RoutingGate { report: &shipped };
+    let gate = RoutingGate {
+        report: &shipped,
+        home_file: None,
+    };
     let choice = |m: &str, e: Option<&str>| ModelChoice {
         model: Some(m.to_owned()),
         effort: e.map(str::to_owned),
@@ -1676,9 +1738,12 @@ fn routing_gate_permits_exact_permissions_at_their_fixed_effort() {
     };
     let blocked = resolve(&blocked_file, &ProjectFile::Absent);
     assert!(blocked.blocked);
-    let refused = RoutingGate { report: &blocked }
-        .permit(&choice("openai/gpt-6-luna", None))
-        .unwrap_err();
+    let refused = RoutingGate {
+        report: &blocked,
+        home_file: None,
+    }
+    .permit(&choice("openai/gpt-6-luna", None))
+    .unwrap_err();
     assert!(refused[0].rule.contains("blocked"), "{refused:?}");
 }
 

@@ -58,7 +58,7 @@ impl Fixture {
     }
 
     fn extension_dir(&self) -> PathBuf {
-        self.data.join("slate/pi-extension")
+        self.data.join("slate/slate")
     }
 
     /// `slate <args>` with the sandbox's home, agent dir and a private data dir.

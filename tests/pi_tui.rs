@@ -15,6 +15,8 @@ mod pi_env;
 #[path = "support/pi_tmux.rs"]
 mod pi_tmux;
 
+#[path = "pi_tui/handoff.rs"]
+mod handoff;
 #[path = "pi_tui/startup.rs"]
 mod startup;
 #[path = "pi_tui/widget.rs"]

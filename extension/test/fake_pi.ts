@@ -49,6 +49,7 @@ export class FakePi {
 			registerCommand: (name: string, command: RegisteredCommand) => {
 				this.commands.set(name, command);
 			},
+			registerMessageRenderer: () => {},
 			sendMessage: (message: Sent["message"], options: unknown) => {
 				this.sent.push({ message, options });
 			},

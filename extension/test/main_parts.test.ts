@@ -8,12 +8,13 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
+import { fileURLToPath } from "node:url";
 
 import { ControlClient } from "../control.ts";
 import { hubPlan, shellQuote, statusArgv, steerArgv, stopArgv, slateSubcommand, targetCompletions } from "../commands.ts";
 import { parseServed, serveArgs } from "../coordinator.ts";
 import { OutcomeDelivery, outcomeMessage } from "../delivery.ts";
-import { errorText, handoffArgv, registerHandoff } from "../handoff.ts";
+import { handoffArgv, permittedRoutes, recordedModel, registerHandoff, routeWarning, wrapLines } from "../handoff.ts";
 import { findInstallation } from "../install.ts";
 import { actionCall, compatChild, renewalMethod, runAction } from "../subagent.ts";
 import { frame, parseRows, rowsWidth, sizeRequest, watchArgs } from "../widget.ts";
@@ -310,14 +311,11 @@ test("handoff argv: --json, --from-pi, this session, the parent (handoff only), 
 		"--model",
 		"a/b",
 	]);
-	assert.equal(
-		errorText({ error: "invalid --model/--effort; nothing was written", problems: [{ path: "--effort", value: '"HIGH"', rule: "must be one of …" }] }),
-		'invalid --model/--effort; nothing was written\n  --effort = "HIGH": must be one of …',
-	);
 });
 
-function handoffCtx(log: unknown[], stdoutFor: string, code = 0) {
+function handoffCtx(log: unknown[], answers: { code: number; stdout: string }[]) {
 	const next = {
+		model: { provider: "fake", id: "fake-model" },
 		ui: { notify: (text: string, level: string) => log.push(["next.notify", level, text]) },
 		sendMessage: async (message: unknown, options: unknown) => {
 			log.push(["next.sendMessage", message, options]);
@@ -325,8 +323,15 @@ function handoffCtx(log: unknown[], stdoutFor: string, code = 0) {
 	};
 	const ctx = {
 		cwd: "/w",
+		hasUI: true,
 		sessionManager: { getSessionFile: () => "/s/current.jsonl" },
-		ui: { notify: (text: string, level: string) => log.push(["notify", level, text]) },
+		ui: {
+			notify: (text: string, level: string) => log.push(["notify", level, text]),
+			confirm: async (title: string) => {
+				log.push(["confirm", title]);
+				return false;
+			},
+		},
 		waitForIdle: async () => {
 			log.push(["waitForIdle"]);
 		},
@@ -342,50 +347,162 @@ function handoffCtx(log: unknown[], stdoutFor: string, code = 0) {
 		parentId: P,
 		run: async (argv: string[]) => {
 			log.push(["run", argv]);
-			return { code, stdout: stdoutFor, stderr: "" };
+			return { ...(answers.shift() ?? { code: 0, stdout: "" }), stderr: "" };
 		},
 	});
 	return { ctx, session };
 }
 
-test("/slate handoff: idle first, then the CLI, then pi switches to the successor and sends the claimed kickoff", async () => {
+const PERMITTED = { code: 0, stdout: JSON.stringify({ permitted: true, notice: "The current model fake/fake-model is permitted" }) };
+/** A file that exists, standing in for the successor the CLI wrote. */
+const EXISTING = fileURLToPath(import.meta.url);
+
+test("/slate handoff: idle, the check, the CLI, then pi switches, shows Slate's notice and sends the claimed kickoff", async () => {
 	const log: unknown[] = [];
 	const report = {
 		successorSessionId: "s2",
-		successorFile: "/s/successor.jsonl",
-		purpose: "track-boundary",
+		successorFile: EXISTING,
+		notice: "Slate handed off session s1 to this session s2 (track-boundary).",
 		adoption: { status: "adopted", kickoff: "claimed" },
 		claimedKickoff: { id: "k1", text: "Continue with the parser" },
 	};
-	const { ctx, session } = handoffCtx(log, JSON.stringify(report));
+	const { ctx, session } = handoffCtx(log, [PERMITTED, { code: 0, stdout: JSON.stringify(report) }]);
 	await registerHandoff(session)("handoff", "--track-boundary parser", ctx as never);
 	assert.deepEqual(log, [
 		["waitForIdle"],
+		["run", ["--json", "handoff", "--check", "--from-pi", "--session", "/s/current.jsonl"]],
 		["run", ["--json", "handoff", "--from-pi", "--session", "/s/current.jsonl", "--parent", P, "--track-boundary", "parser"]],
-		["switchSession", "/s/successor.jsonl"],
+		["switchSession", EXISTING],
+		[
+			"next.sendMessage",
+			{ customType: "slate-notice", content: report.notice, display: true, details: { outcome: "handoff", adoption: "adopted" } },
+			undefined,
+		],
 		[
 			"next.sendMessage",
 			{ customType: "slate-kickoff", content: "Continue with the parser", display: false, details: { kickoffId: "k1" } },
 			{ triggerTurn: true },
 		],
-		["next.notify", "info", "Handed off to session s2 (track-boundary); adoption adopted"],
 	]);
 });
 
-test("/slate handoff refused: the CLI's error is shown and pi stays in this session", async () => {
+test("/slate handoff on a model routing refuses: the check's words and a question; declined, nothing runs", async () => {
 	const log: unknown[] = [];
-	const { ctx, session } = handoffCtx(log, JSON.stringify({ error: "session file … is open in a live pi process" }), 1);
+	const check = { permitted: false, notice: "The current model fake/fake-model is not permitted by routing …\nFix: …" };
+	const { ctx, session } = handoffCtx(log, [{ code: 0, stdout: JSON.stringify(check) }]);
 	await registerHandoff(session)("handoff", "", ctx as never);
-	assert.deepEqual(log.slice(2), [["notify", "error", "session file … is open in a live pi process"]]);
+	assert.deepEqual(log.slice(2), [
+		["confirm", "Slate handoff: the successor would pause"],
+		["notify", "warning", `${check.notice}\nNo handoff: nothing was written.`],
+	]);
 });
 
-test("/slate resume: re-opens this session; no kickoff, no send", async () => {
+test("/slate resume refused: the CLI's error object is shown once, pi stays in this session", async () => {
 	const log: unknown[] = [];
-	const report = { sessionFile: "/s/current.jsonl", pauseReason: "context-budget", kickoff: "none" };
-	const { ctx, session } = handoffCtx(log, JSON.stringify(report));
+	const refusal = {
+		error: {
+			code: "failed",
+			message: "an adoption pause clears only with a permitted model and effort; the pause stays",
+			data: [{ path: "--model", value: '"fake/fake-model"', rule: "is not an exact permission" }],
+		},
+	};
+	const { ctx, session } = handoffCtx(log, [{ code: 1, stdout: JSON.stringify(refusal) }]);
 	await registerHandoff(session)("resume", "", ctx as never);
 	assert.deepEqual(log.slice(2), [
-		["switchSession", "/s/current.jsonl"],
-		["next.notify", "info", "Pause cleared (context-budget); kickoff none"],
+		[
+			"notify",
+			"error",
+			'/slate resume: an adoption pause clears only with a permitted model and effort; the pause stays\n  - --model = "fake/fake-model": is not an exact permission',
+		],
 	]);
+});
+
+test("/slate resume: re-opens this session and says when pi is not on the model Slate recorded", async () => {
+	const log: unknown[] = [];
+	const report = { sessionFile: EXISTING, notice: "Slate resumed this session", kickoff: "none", model: "fake/fake-reasoner" };
+	const { ctx, session } = handoffCtx(log, [{ code: 0, stdout: JSON.stringify(report) }]);
+	await registerHandoff(session)("resume", "", ctx as never);
+	assert.deepEqual(log.slice(2), [
+		["switchSession", EXISTING],
+		[
+			"next.sendMessage",
+			{
+				customType: "slate-notice",
+				content:
+					"Slate resumed this session\nWarning: pi is on fake/fake-model, not fake/fake-reasoner: pi's registry or credentials lack it (choose one with /model).",
+				display: true,
+				details: { outcome: "resume" },
+			},
+			undefined,
+		],
+	]);
+});
+
+test("a report naming a session file that does not exist: no switch, an error", async () => {
+	const log: unknown[] = [];
+	const report = { sessionFile: "/nonexistent/s.jsonl", notice: "Slate resumed this session", kickoff: "none" };
+	const { ctx, session } = handoffCtx(log, [{ code: 0, stdout: JSON.stringify(report) }]);
+	await registerHandoff(session)("resume", "", ctx as never);
+	assert.equal(log.length, 3);
+	assert.deepEqual((log[2] as unknown[]).slice(0, 2), ["notify", "error"]);
+});
+
+test("the model Slate recorded: the model_change before the newest unpaused slate-state, until a message follows", () => {
+	const state = (paused: boolean) => ({ type: "custom", customType: "slate-state", data: { paused } });
+	const model = (modelId: string) => ({ type: "model_change", provider: "fake", modelId });
+	const level = { type: "thinking_level_change", thinkingLevel: "off" };
+	assert.deepEqual(recordedModel([model("a"), state(true), model("b"), level, state(false)]), {
+		provider: "fake",
+		modelId: "b",
+		thinkingLevel: "off",
+	});
+	assert.equal(recordedModel([model("a"), state(true)]), undefined, "paused: pi stays where it is");
+	assert.equal(recordedModel([model("a"), state(false), { type: "message" }]), undefined, "used since: pi's own restore");
+	assert.equal(recordedModel([model("a")]), undefined, "no Slate state");
+});
+
+test("a notice wraps at spaces within the width, continuation lines indented under their line", () => {
+	const lines = wrapLines("Slate handed off session a to b.\n  - one two three four five six seven\n/a/very/long/path/without/any/space/at/all", 20);
+	assert.deepEqual(lines, [
+		" Slate handed off",
+		"   session a to b.",
+		"   - one two three",
+		"     four five six",
+		"     seven",
+		" /a/very/long/path/",
+		"   without/any/spac",
+		"   e/at/all",
+	]);
+	for (const l of lines) {
+		assert.ok(l.length <= 20, l);
+	}
+});
+
+test("/slate effective warns when no route routing permits is usable in this pi", () => {
+	const effective = {
+		policy: {
+			ordinary: ["luna-6", "mine"],
+			definitions: [
+				{ model: "luna-6", providers: { openai: "gpt-6-luna" } },
+				{ model: "mine", providers: { fake: "fake-reasoner" } },
+				{ model: "excluded", providers: { fake: "fake-model" } },
+			],
+		},
+	};
+	const routes = permittedRoutes(effective);
+	assert.deepEqual(routes, [
+		{ model: "luna-6", provider: "openai", id: "gpt-6-luna" },
+		{ model: "mine", provider: "fake", id: "fake-reasoner" },
+	]);
+	const model = { provider: "fake", id: "fake-reasoner" };
+	const registry = (auth: boolean) => ({
+		find: (p: string, id: string) => (p === "fake" && id === "fake-reasoner" ? model : undefined),
+		hasConfiguredAuth: () => auth,
+	});
+	assert.equal(routeWarning(routes, registry(true) as never), undefined, "one usable route: no warning");
+	const warning = routeWarning(routes, registry(false) as never) ?? "";
+	assert.match(warning, /none of the 2 routes routing permits is usable in this pi/);
+	assert.match(warning, /openai\/gpt-6-luna \(luna-6: not in pi's models\)/);
+	assert.match(warning, /fake\/fake-reasoner \(mine: no credentials\)/);
+	assert.equal(routeWarning(permittedRoutes({ blocked: true, policy: null }), registry(false) as never), undefined, "blocked: the CLI's text says so");
 });

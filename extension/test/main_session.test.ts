@@ -72,6 +72,7 @@ function fakeCtx(notices: Notice[], widgets: unknown[] = [], hasUI = false) {
 			getSessionId: () => SESSION_ID,
 			getSessionFile: () => join(dir, "sessions", `2026_${SESSION_ID}.jsonl`),
 			getSessionDir: () => join(dir, "sessions"),
+			getBranch: () => [],
 		},
 		ui: {
 			notify: (text: string, level?: string) => notices.push({ text, level }),

@@ -7,7 +7,9 @@ use crate::cli::fleet::connect;
 use crate::cli::{Error, ExitCode, Printer};
 use crate::handoff::Purpose;
 use crate::handoff::gate::RoutingGate;
-use crate::handoff::run::{self, Context, Fleet, HandoffError, HandoffReport, ResumeReport};
+use crate::handoff::run::{
+    self, AdoptionCheck, Context, Fleet, HandoffError, HandoffReport, ResumeReport,
+};
 use crate::policy::trust::{agent_dir, decide_trust};
 use crate::store::fs::RealFs;
 use crate::store::session::live::ProcScan;
@@ -68,8 +70,10 @@ fn with_context<T>(target: Target, body: impl FnOnce(&Context<'_>) -> T) -> Resu
     // An adoption pause validates the model against the routing policy of this directory.
     let routing = crate::config::routing::load_routing(&cwd, None)
         .map_err(|problems| Error::problems("the routing policy cannot be loaded", problems))?;
+    let home_file = agent.join("slate.json");
     let gate = RoutingGate {
         report: &routing.report,
+        home_file: Some(&home_file),
     };
     let ctx = Context {
         cwd,
@@ -222,6 +226,18 @@ fn handoff_text(r: &HandoffReport) -> String {
     }
     t.push('\n');
     t
+}
+
+/// `slate handoff --check`: would a successor adopt the session's model now (nothing is
+/// written)? Exit 0 either way: the answer is the report.
+pub fn check(printer: &Printer, target: Target) -> Result<ExitCode, Error> {
+    let report: AdoptionCheck = with_context(target, run::check)??;
+    if printer.json() {
+        printer.value(&report)?;
+    } else {
+        printer.out(&format!("{}\n", report.notice))?;
+    }
+    Ok(ExitCode::Ok)
 }
 
 /// `slate resume [--model provider/id] [--effort LEVEL] [--session FILE]`.

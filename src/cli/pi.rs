@@ -106,6 +106,18 @@ pub fn install_text(r: &InstallReport) -> String {
             "Slate's pi extension is already installed and current ({scope} scope); nothing changed:"
         );
     }
+    if let Some(m) = &r.migrated {
+        let _ = writeln!(
+            out,
+            "  migrated: the install pi listed as `pi-extension` was undone first ({}/ {})",
+            shown(&m.directory),
+            match m.directory_change {
+                DirectoryRemoved::Removed => "removed",
+                DirectoryRemoved::Kept => "kept for another scope",
+                DirectoryRemoved::Absent => "was not there",
+            }
+        );
+    }
     let _ = writeln!(out, "  {}/", shown(&r.directory));
     for file in &r.files {
         let _ = writeln!(

@@ -21,7 +21,8 @@ pub struct ErrorOutput<'a> {
     pub error: ErrorBody<'a>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
+#[schemars(rename = "CliError")]
 pub struct ErrorBody<'a> {
     /// Stable: a coordinator rule (`stale-generation`, …) or a CLI code (`usage`,
     /// `invalid-config`, `protocol`, `environment`, `no-coordinator`, `busy`, `failed`).

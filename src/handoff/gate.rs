@@ -23,6 +23,12 @@ pub trait ModelGate {
     /// The normalized choice when permitted, else every problem, each naming `--model` /
     /// `--effort` (or the record field the value came from) and the rule.
     fn permit(&self, choice: &ModelChoice) -> Result<Selected, Vec<Problem>>;
+
+    /// How to make a refused choice permitted, in words a person can follow (e.g. the
+    /// `slate.json` entry to add); `None` when the gate knows no fix.
+    fn fix(&self, _choice: &ModelChoice) -> Option<String> {
+        None
+    }
 }
 
 /// A permitted choice, split into its parts.
@@ -103,9 +109,89 @@ pub fn parse_choice(choice: &ModelChoice) -> Result<Selected, Vec<Problem>> {
 /// nothing: logical work waits until `slate.json` is fixed.
 pub struct RoutingGate<'a> {
     pub report: &'a crate::policy::routing::RoutingReport,
+    /// The home `slate.json` a fix names (`<agentDir>/slate.json`).
+    pub home_file: Option<&'a std::path::Path>,
+}
+
+/// A logical-model name for an added definition of `id`: `[a-z0-9][a-z0-9._-]*`, not a
+/// shipped name.
+fn added_name(id: &str) -> String {
+    let mut name: String = id
+        .chars()
+        .map(|c| {
+            let c = c.to_ascii_lowercase();
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    if !name.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+        name.insert(0, 'm');
+    }
+    if crate::policy::routing::SHIPPED
+        .iter()
+        .any(|m| m.model == name)
+    {
+        name.push_str("-local");
+    }
+    name
 }
 
 impl ModelGate for RoutingGate<'_> {
+    fn fix(&self, choice: &ModelChoice) -> Option<String> {
+        let file = self.home_file.map_or_else(
+            || "`slate.json` in the agent dir".to_owned(),
+            |f| format!("`{}`", f.display()),
+        );
+        if self.report.blocked || self.report.policy.is_none() {
+            return Some(format!(
+                "routing is blocked: fix the errors `slate effective` lists ({file} or the \
+                 project's `.pi/slate.json`)"
+            ));
+        }
+        let selected = parse_choice(choice).ok()?;
+        let model = selected.model?;
+        let policy = self.report.policy.as_ref()?;
+        let permits = |d: &&crate::policy::routing::LogicalModel| {
+            d.providers
+                .iter()
+                .any(|(p, id)| *p == model.provider && *id == model.id)
+        };
+        if policy.ordinary_definitions().any(|d| permits(&d)) {
+            // Permitted; a refusal is about the effort, which `--effort` fixes.
+            return None;
+        }
+        if let Some(d) = policy.definitions.iter().find(permits) {
+            return Some(format!(
+                "logical model `{}` permits {}/{} but is not in ordinary membership: in {file}, \
+                 remove it from `router.models.exclude` or list it in `router.models.include`",
+                d.model, model.provider, model.id
+            ));
+        }
+        let effort = selected.effort.map_or("medium", Effort::as_str);
+        let mut providers = serde_json::Map::new();
+        providers.insert(model.provider.clone(), model.id.clone().into());
+        let entry = serde_json::json!({
+            "model": added_name(&model.id),
+            "capabilityRating": 50,
+            "costRating": 50,
+            "effort": effort,
+            "preferredProvider": model.provider,
+            "providers": providers,
+            "guidelines": [],
+            "cautions": [],
+        });
+        Some(format!(
+            "to permit {}/{}, add this definition to `router.models.add` in {file} (the ratings, \
+             1 to 100, are your judgment; `slate effective` checks the file):\n{}",
+            model.provider,
+            model.id,
+            serde_json::json!({"router": {"models": {"add": [entry]}}})
+        ))
+    }
+
     fn permit(&self, choice: &ModelChoice) -> Result<Selected, Vec<Problem>> {
         let selected = parse_choice(choice)?;
         let Some(policy) = self.report.policy.as_ref().filter(|_| !self.report.blocked) else {

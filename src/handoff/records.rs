@@ -24,7 +24,7 @@ pub const CLAIM_TYPE: &str = "slate-kickoff-claimed";
 pub const KICKOFF_TYPE: &str = "slate-kickoff";
 
 /// Why a handoff happens: the leading option of `slate handoff`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Purpose {
     TrackBoundary,
@@ -56,7 +56,7 @@ impl Purpose {
 }
 
 /// Why a session is paused. A saved state that is paused without a reason is a legacy pause.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum PauseReason {
     ContextBudget,
@@ -96,10 +96,12 @@ pub struct Kickoff {
     pub source: KickoffSource,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum KickoffSource {
     Focus,
+    /// No template and no focus: the default text naming the fleet.
+    Fleet,
     Home,
     Project,
 }
@@ -108,6 +110,7 @@ impl KickoffSource {
     pub fn as_str(self) -> &'static str {
         match self {
             KickoffSource::Focus => "focus",
+            KickoffSource::Fleet => "fleet",
             KickoffSource::Home => "home",
             KickoffSource::Project => "project",
         }
@@ -126,7 +129,7 @@ pub struct PurposeRecord {
     pub successor_session_id: Option<String>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum AttemptStatus {
     /// Recorded before the transfer; still pending after a failure or cancellation.

@@ -249,6 +249,125 @@ pub fn kickoff_text(
     }
 }
 
+/// The fleet as the successor reads it (its kickoff and the visible handoff message): one
+/// entry per thread, `UUID@generation · role · status · result headline`, with the thread's
+/// artifact paths, then the episodes carried from earlier handoffs whose thread is not among
+/// them. `None` when there is neither. Every value is untrusted record text, cleaned.
+pub fn fleet_brief(
+    threads: &[serde_json::Value],
+    episodes: &[serde_json::Value],
+) -> Option<String> {
+    use crate::text::SafeText;
+    use serde_json::Value;
+    fn text(v: &Value) -> String {
+        match v {
+            Value::String(s) => SafeText::line(s).into_string(),
+            Value::Null => String::new(),
+            other => SafeText::line(&other.to_string()).into_string(),
+        }
+    }
+    fn artifacts(episode: Option<&Value>) -> Vec<String> {
+        let Some(a) = episode.and_then(|e| e.get("artifacts")) else {
+            return Vec::new();
+        };
+        ["text", "structured", "error"]
+            .iter()
+            .filter_map(|k| a.get(*k).and_then(Value::as_str))
+            .map(|p| SafeText::line(p).into_string())
+            .collect()
+    }
+    if threads.is_empty() && episodes.is_empty() {
+        return None;
+    }
+    let identity = |t: &Value| format!("{}@{}", text(&t["id"]), text(&t["generation"]));
+    let episode_of = |thread: &str| {
+        episodes
+            .iter()
+            .find(|e| e.get("thread").and_then(Value::as_str) == Some(thread))
+    };
+    let count = |n: usize, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
+    let mut out = format!(
+        "The fleet ({}; its workers stopped with the handoff, their artifacts remain):",
+        count(threads.len(), "thread")
+    );
+    let mut listed = Vec::new();
+    for t in threads {
+        let id = identity(t);
+        let parts: Vec<String> = [
+            id.clone(),
+            text(&t["profile"]),
+            text(&t["status"]),
+            text(&t["headline"]),
+        ]
+        .into_iter()
+        .filter(|p| !p.is_empty())
+        .collect();
+        out.push_str("\n- ");
+        out.push_str(&parts.join(" · "));
+        let paths = artifacts(episode_of(&id));
+        if !paths.is_empty() {
+            out.push_str("\n  artifacts: ");
+            out.push_str(&paths.join(", "));
+        }
+        listed.push(id);
+    }
+    let earlier: Vec<&Value> = episodes
+        .iter()
+        .filter(|e| {
+            let thread = e.get("thread").and_then(Value::as_str).unwrap_or("");
+            !listed.iter().any(|l| l == thread)
+        })
+        .collect();
+    if !earlier.is_empty() {
+        out.push_str("\nEpisodes carried from earlier handoffs:");
+        for e in earlier {
+            out.push_str("\n- ");
+            out.push_str(&text(&e["thread"]));
+            let paths = artifacts(Some(e));
+            if !paths.is_empty() {
+                out.push_str("\n  artifacts: ");
+                out.push_str(&paths.join(", "));
+            }
+        }
+    }
+    Some(out)
+}
+
+/// The kickoff with the fleet: the template's `{{fleet}}` placeholder is the brief, and a
+/// template without it, or the default text, gets the brief appended; with no template and no
+/// focus, a fleet alone still makes a kickoff (the successor continues its work).
+pub fn kickoff_with_fleet(
+    template: Option<&Template>,
+    focus: Option<&str>,
+    causes: &[&str],
+    previous: &str,
+    fleet: Option<&str>,
+) -> Option<(String, KickoffSource)> {
+    let Some(fleet) = fleet else {
+        return kickoff_text(template, focus, causes, previous);
+    };
+    if let Some(t) = template
+        && t.text.contains("{{fleet}}")
+    {
+        let filled = Template {
+            text: fill(&t.text, &[("{{fleet}}", "\u{0}fleet\u{0}")]),
+            source: t.source,
+        };
+        return kickoff_text(Some(&filled), focus, causes, previous)
+            .map(|(text, source)| (text.replace("\u{0}fleet\u{0}", fleet), source));
+    }
+    let (text, source) = kickoff_text(template, focus, causes, previous).unwrap_or_else(|| {
+        (
+            format!(
+                "Slate handoff ({}) from session {previous}. Continue the work of this fleet.",
+                causes.join(" during a ")
+            ),
+            KickoffSource::Fleet,
+        )
+    });
+    Some((format!("{text}\n\n{fleet}"), source))
+}
+
 /// `template` with each placeholder of `values` replaced by its value, left to right in one
 /// pass (text that is not a known placeholder is kept as it is).
 fn fill(template: &str, values: &[(&str, &str)]) -> String {
@@ -315,13 +434,19 @@ pub fn plan_handoff(input: &HandoffInput<'_>) -> HandoffPlan {
             episodes.push(e.clone());
         }
     }
-    let kickoff = kickoff_text(input.template, input.focus, &causes, &input.view.session_id).map(
-        |(text, source)| Kickoff {
-            id: input.kickoff_id.clone(),
-            text,
-            source,
-        },
-    );
+    let brief = fleet_brief(&input.threads, &episodes);
+    let kickoff = kickoff_with_fleet(
+        input.template,
+        input.focus,
+        &causes,
+        &input.view.session_id,
+        brief.as_deref(),
+    )
+    .map(|(text, source)| Kickoff {
+        id: input.kickoff_id.clone(),
+        text,
+        source,
+    });
     let attempt = PurposeRecord {
         session_id: input.view.session_id.clone(),
         attempt_id: input.attempt_id.clone(),
@@ -357,7 +482,7 @@ pub fn plan_handoff(input: &HandoffInput<'_>) -> HandoffPlan {
 }
 
 /// Why a pause cleared (or, for `Unadopted`, that a handoff entry was adopted by resume).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ClearedPause {
     ContextBudget,

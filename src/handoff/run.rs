@@ -12,7 +12,8 @@ use super::records::{
     Purpose, STATE_TYPE,
 };
 pub use super::report::{
-    AdoptionReport, ClaimedKickoff, Fleet, HandoffReport, KickoffReport, ResumeReport,
+    AdoptionCheck, AdoptionReport, ClaimedKickoff, Fleet, HandoffReport, KickoffReport,
+    ResumeReport,
 };
 use super::rules::{self, Adoption, HandoffInput, ResumePlan, ResumeRefusal, Template, data};
 use crate::policy::Problem;
@@ -246,7 +247,11 @@ pub fn handoff(
             successor.path.display()
         ));
     }
-    Ok(HandoffReport {
+    let brief = rules::fleet_brief(
+        &plan.record.snapshot.threads,
+        &plan.record.snapshot.episodes,
+    );
+    let mut report = HandoffReport {
         session_id: current.header.id.clone(),
         session_file: current.path.clone(),
         successor_session_id: plan.record.session_id.clone(),
@@ -266,7 +271,37 @@ pub fn handoff(
         adoption,
         claimed_kickoff,
         warnings,
-    })
+        notice: String::new(),
+    };
+    report.notice =
+        super::report::handoff_notice(&report, brief.as_deref(), ctx.host_sends_kickoff);
+    Ok(report)
+}
+
+/// `slate handoff --check`: would a successor adopt this session's model now? Nothing is
+/// written; the answer names the fix when it would not.
+pub fn check(ctx: &Context<'_>) -> Result<AdoptionCheck, HandoffError> {
+    let s = open_session(ctx)?;
+    let choice = super::gate::ModelChoice {
+        model: s.model(),
+        effort: s.thinking_level(),
+    };
+    let (permitted, problems, fix) = match ctx.gate.permit(&choice) {
+        Ok(_) => (true, Vec::new(), None),
+        Err(problems) => (false, problems, ctx.gate.fix(&choice)),
+    };
+    let mut c = AdoptionCheck {
+        session_id: s.header.id.clone(),
+        session_file: s.path.clone(),
+        model: choice.model,
+        thinking_level: choice.effort,
+        permitted,
+        problems,
+        fix,
+        notice: String::new(),
+    };
+    c.notice = super::report::check_notice(&c);
+    Ok(c)
 }
 
 /// The successor adopts its handoff entry at once, as pi's fresh session would.
@@ -293,6 +328,7 @@ fn adopt_successor(
                             other => other,
                         },
                         error: None,
+                        fix: None,
                     },
                     out.claimed,
                 ),
@@ -303,6 +339,7 @@ fn adopt_successor(
                         problems: Vec::new(),
                         kickoff: "pending",
                         error: Some(e.to_string()),
+                        fix: None,
                     },
                     None,
                 ),
@@ -318,6 +355,14 @@ fn adopt_successor(
                 &[NewEntry::custom(STATE_TYPE, data(&state))],
                 ctx.now_ms,
             );
+            let fix = (reason == super::records::PauseReason::Adoption && !problems.is_empty())
+                .then(|| {
+                    ctx.gate.fix(&super::gate::ModelChoice {
+                        model: record.model.clone(),
+                        effort: record.thinking_level.clone(),
+                    })
+                })
+                .flatten();
             (
                 AdoptionReport {
                     status: if saved.is_ok() { "paused" } else { "failed" },
@@ -329,6 +374,7 @@ fn adopt_successor(
                         "none"
                     },
                     error: saved.err().map(|e| e.to_string()),
+                    fix,
                 },
                 None,
             )
@@ -448,7 +494,7 @@ pub fn resume(
     // The resumed session is the one `pi --continue` takes next, even if another session's
     // last write shares this clock tick. Best effort: the resume itself is complete.
     let _ = session::make_most_recent(&s.path);
-    Ok(ResumeReport {
+    let mut report = ResumeReport {
         session_id: s.header.id.clone(),
         session_file: s.path.clone(),
         pause_cleared: true,
@@ -457,7 +503,10 @@ pub fn resume(
         thinking_level: plan.state.thinking_level.clone(),
         kickoff: applied.kickoff,
         claimed_kickoff: applied.claimed,
-    })
+        notice: String::new(),
+    };
+    report.notice = super::report::resume_notice(&report);
+    Ok(report)
 }
 
 fn refusal(view: &rules::SessionView, r: ResumeRefusal) -> HandoffError {

@@ -1,4 +1,4 @@
-//! The installed extension: `<data dir>/slate/pi-extension/`, holding the embedded extension
+//! The installed extension: `<data dir>/slate/slate/` (pi lists it by that name), holding the embedded extension
 //! files ([`crate::worker::pi::extension::FILES`], the same table workers get) and
 //! `install.json` ([`Manifest`]).
 //!

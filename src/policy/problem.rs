@@ -5,7 +5,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Problem {
     /// The file the value came from (`None` for request input).
