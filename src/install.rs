@@ -1,8 +1,9 @@
 //! `slate pi install` / `slate pi uninstall`: Slate's extension in the user's own pi.
 //!
 //! Install writes the embedded extension (the table workers load, plus `install.json`) to
-//! `<data dir>/slate/pi-extension/` ([`files`]) and adds that directory's absolute path to the
-//! `extensions` array of pi's settings for a scope ([`settings`]): the user's
+//! `<data dir>/slate/slate/` ([`files`]; pi names an extension by its directory) and adds that
+//! directory's absolute path to the `extensions` array of pi's settings for a scope
+//! ([`settings`]): the user's
 //! (`$PI_CODING_AGENT_DIR/settings.json`, default `~/.pi/agent/settings.json`) or, with
 //! `--project`, the current directory's `.pi/settings.json`. It is idempotent: a second run
 //! finds every file and the entry in place and changes nothing.

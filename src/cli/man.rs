@@ -30,7 +30,7 @@ const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     (
         "XDG_DATA_HOME",
-        "Where `slate pi install` writes the embedded pi extension (slate/pi/ below it); else ~/.local/share.",
+        "Where `slate pi install` writes the embedded pi extension (slate/slate/ below it); else ~/.local/share.",
     ),
     (
         "PI_CODING_AGENT_DIR",
