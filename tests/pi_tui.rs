@@ -15,5 +15,7 @@ mod pi_env;
 #[path = "support/pi_tmux.rs"]
 mod pi_tmux;
 
+#[path = "pi_tui/hub.rs"]
+mod hub;
 #[path = "pi_tui/startup.rs"]
 mod startup;
