@@ -14,6 +14,16 @@ fn roster_row<'s>(screen: &'s str, text: &str) -> Option<&'s str> {
         .find(|l| l.contains(text))
 }
 
+/// The session's coordinator has a running generation.
+fn running(pi: &InteractivePi) -> bool {
+    let out = pi.slate(&["--json", "status"]);
+    serde_json::from_slice::<serde_json::Value>(&out.stdout).is_ok_and(|v| {
+        v["children"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c["status"] == "running"))
+    })
+}
+
 fn no_overflow(pi: &InteractivePi, width: u16) {
     assert_eq!(
         overflowing_lines(&pi.joined_screen(), width),
@@ -35,7 +45,16 @@ fn the_hub_overlay_shows_the_fleet_follows_a_resize_stops_a_child_and_closes_wit
         r#"CALL: delegate_task {"assignment": "SCENARIO:SLOW120 Survey the hub overlay", "profile": "scout", "background": true}"#,
     );
     pi.keys(&["Enter"]);
-    pi.wait_for("the model's last answer", |s| s.contains("Calls done."));
+    // The coordinator reports the scout running (asked, not read off pi's screen).
+    let deadline = std::time::Instant::now() + crate::pi_tmux::WAIT;
+    while !running(&pi) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no running scout; the screen:\n{}",
+            pi.screen()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
 
     pi.submit("/subagent-hub");
     let wide = pi.wait_for("the overlay with the running scout", |s| {
