@@ -352,6 +352,16 @@ fn empty_roster(hub: &Hub) -> Option<&'static str> {
     })
 }
 
+/// The widest handle among the roster's rows, so the columns after it line up.
+fn handle_width(hub: &Hub) -> usize {
+    hub.roster()
+        .rows()
+        .iter()
+        .map(|r| r.handle().len())
+        .max()
+        .unwrap_or(0)
+}
+
 /// The compact roster: one line per row (status mark, handle, role, status, then the
 /// headline and elapsed time as room allows), the selection highlighted.
 fn compact_roster_rows(hub: &Hub, area: Rect, buf: &mut Buffer) {
@@ -361,12 +371,7 @@ fn compact_roster_rows(hub: &Hub, area: Rect, buf: &mut Buffer) {
     }
     let roster = hub.roster();
     let w = usize::from(area.width);
-    let handle_w = roster
-        .rows()
-        .iter()
-        .map(|r| r.handle().len())
-        .max()
-        .unwrap_or(0);
+    let handle_w = handle_width(hub);
     for (i, r) in hub.visible_rows().iter().enumerate() {
         let Some(e) = roster.get(*r) else { continue };
         let Ok(dy) = u16::try_from(i) else { break };
