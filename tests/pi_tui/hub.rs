@@ -1,8 +1,8 @@
 //! `/subagent-hub`: the Subagent Hub as an overlay in pi (issue 21, item 3). The Hub is
 //! Slate's (`slate hub --frames`); pi shows its frames and forwards keys. A background scout
 //! whose worker streams for two minutes is opened in the overlay, followed through a resize
-//! from 160×45 to 80×24 (the compact layout with its roster), stopped with `x` `y`, and the
-//! overlay closes with `q`; no captured line is ever wider than the pane.
+//! from 160×45 to 80×24 (the compact layout with its roster), steered with `s`, stopped
+//! with `x` `y`, and the overlay closes with `q`; no captured line is ever wider than the pane.
 
 use crate::pi_tmux::{InteractivePi, overflowing_lines};
 
@@ -33,7 +33,7 @@ fn no_overflow(pi: &InteractivePi, width: u16) {
 }
 
 #[test]
-fn the_hub_overlay_shows_the_fleet_follows_a_resize_stops_a_child_and_closes_with_q() {
+fn the_hub_overlay_shows_the_fleet_follows_a_resize_steers_and_stops_a_child_and_closes_with_q() {
     let Some(pi) = InteractivePi::start("tui_hub", 160, 45, |_| {}) else {
         return;
     };
@@ -82,6 +82,19 @@ fn the_hub_overlay_shows_the_fleet_follows_a_resize_stops_a_child_and_closes_wit
     let tabs = lines.iter().position(|l| l.contains(" thread ")).unwrap();
     assert!(row < tabs, "the roster is above the thread:\n{compact}");
     no_overflow(&pi, 80);
+
+    // Steer the scout: `s` pins it, the text goes to the worker, the footer shows the receipt.
+    pi.keys(&["s"]);
+    pi.wait_for("the steer prompt", |s| {
+        s.lines()
+            .any(|l| l.starts_with("steer ") && l.contains("@1 › "))
+    });
+    pi.type_text("focus on the tests");
+    pi.keys(&["Enter"]);
+    pi.wait_for("the steer receipt", |s| {
+        s.lines()
+            .any(|l| l.starts_with("steer ") && l.contains("@1: receipt"))
+    });
 
     // Stop the scout: `x` pins its full identity, `y` confirms; the registry says cancelled.
     pi.keys(&["x"]);
