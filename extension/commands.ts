@@ -9,7 +9,8 @@
  * | `/subagent-stop id generation` | `slate stop --parent P -- id generation` |
  * | `/subagent-steer id generation text` | `slate steer --parent P -- id@generation text` |
  * | `/subagent-profiles [--prompts]` | `slate profiles --text [--prompts]` |
- * | `/subagent-hub` | in tmux: `tmux split-window -h -c <cwd> '<slate>' hub --parent P`; otherwise shows that command |
+ * | `/subagent-hub` | the Hub as a pi overlay: `slate hub --frames` on this session's socket (hub_overlay.ts) |
+ * | `/subagent-hub --pane` | `slate hub --parent P --pane`: the Hub in a new tmux pane (Slate picks where) |
  * | `/slate effective [flags]` | `slate effective [flags]` |
  * | `/slate handoff …`, `/slate resume …` | see handoff.ts |
  *
@@ -24,10 +25,11 @@ import type { ExtensionAPI, ExtensionCommandContext } from "@earendil-works/pi-c
 import { type CliRun, cliRunner, cliText, type RunCli, withoutErrorPrefix } from "./cli.ts";
 import { showEffective } from "./handoff.ts";
 import type { TargetRow } from "./protocol.ts";
+import type { OpenHub } from "./hub_overlay.ts";
 
 /** What a command needs of the session: the CLI, and the coordinator's parent id. */
 export type SessionLookup = () => Promise<
-	{ ok: true; run: RunCli; slate: string; parentId: string } | { ok: false; reason: string }
+	{ ok: true; run: RunCli; slate: string; parentId: string; socket?: string } | { ok: false; reason: string }
 >;
 
 /** The CLI runner alone (profiles and effective need no coordinator). */
@@ -80,23 +82,16 @@ export function steerArgv(args: string, parentId: string): Argv {
 	return { ok: true, argv: ["steer", "--parent", parentId, "--", target, text] };
 }
 
-/** A word for `sh -c`, quoted. */
-export function shellQuote(word: string): string {
-	return /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
-}
-
-/** The Hub for this session: the tmux command, or the command to run elsewhere. */
-export function hubPlan(
-	env: Record<string, string | undefined>,
-	slate: string,
-	parentId: string,
-	cwd: string,
-): { tmux: string[] } | { show: string } {
-	const hub = `${shellQuote(slate)} hub --parent ${shellQuote(parentId)}`;
-	if (env.TMUX !== undefined && env.TMUX !== "") {
-		return { tmux: ["split-window", "-h", "-c", cwd, hub] };
+/** `/subagent-hub [--pane]`: the overlay, or the CLI's argv for a tmux pane. */
+export function hubArgv(args: string, parentId: string): { overlay: true } | Argv {
+	const w = words(args);
+	if (w.length === 0) {
+		return { overlay: true };
 	}
-	return { show: `Open the Subagent Hub for this session in another terminal:\n  cd ${shellQuote(cwd)} && ${hub}` };
+	if (w.length === 1 && w[0] === "--pane") {
+		return { ok: true, argv: ["hub", "--parent", parentId, "--pane"] };
+	}
+	return { ok: false, usage: "usage: /subagent-hub [--pane]" };
 }
 
 /** Show a run's text: info when it exited 0, else an error. */
@@ -107,7 +102,7 @@ export function showRun(ctx: ExtensionCommandContext, run: CliRun): void {
 type Handler = (args: string, ctx: ExtensionCommandContext) => Promise<void>;
 
 /** A handler that needs the coordinator: the reason is shown when there is none. */
-function withSession(lookup: SessionLookup, body: (args: string, ctx: ExtensionCommandContext, s: { run: RunCli; slate: string; parentId: string }) => Promise<void>): Handler {
+function withSession(lookup: SessionLookup, body: (args: string, ctx: ExtensionCommandContext, s: { run: RunCli; slate: string; parentId: string; socket?: string }) => Promise<void>): Handler {
 	return async (args, ctx) => {
 		const found = await lookup();
 		if (!found.ok) {
@@ -193,6 +188,8 @@ export interface CommandDeps {
 	targets: TargetLookup;
 	cli: CliLookup;
 	env: Record<string, string | undefined>;
+	/** The Hub overlay (hub_overlay.ts; passed in because it loads pi-tui, which only pi has). */
+	openHub: OpenHub;
 	/** `/slate handoff …` and `/slate resume …`. */
 	handoff: (sub: "handoff" | "resume", args: string, ctx: ExtensionCommandContext) => Promise<void>;
 }
@@ -225,16 +222,24 @@ export function registerCommands(pi: ExtensionAPI, deps: CommandDeps): void {
 		handler: (args, ctx) => runPlain(["profiles", "--text", ...words(args)], deps.cli)(args, ctx),
 	});
 	pi.registerCommand("subagent-hub", {
-		description: "Slate: open the Subagent Hub for this session (a tmux pane, or the command to run)",
-		handler: withSession(deps.session, async (_args, ctx, s) => {
-			const plan = hubPlan(deps.env, s.slate, s.parentId, ctx.cwd);
-			if ("show" in plan) {
-				ctx.ui.notify(plan.show, "info");
+		description: "Slate: the Subagent Hub for this session as an overlay (q closes); --pane opens it in a tmux pane",
+		handler: withSession(deps.session, async (args, ctx, s) => {
+			const plan = hubArgv(args, s.parentId);
+			if ("overlay" in plan) {
+				if (ctx.mode !== "tui" || s.socket === undefined) {
+					ctx.ui.notify("The Hub overlay needs pi's interactive terminal; /subagent-hub --pane opens it in tmux", "error");
+					return;
+				}
+				await deps.openHub(ctx, { slate: s.slate, socket: s.socket });
 				return;
 			}
-			const run = await cliRunner("tmux")(plan.tmux, ctx.cwd);
+			if (!plan.ok) {
+				ctx.ui.notify(plan.usage, "error");
+				return;
+			}
+			const run = await s.run(plan.argv, ctx.cwd);
 			if (run.code !== 0) {
-				ctx.ui.notify(`tmux could not open the Hub: ${cliText(run)}`, "error");
+				ctx.ui.notify(cliText(run), "error");
 			}
 		}),
 	});

@@ -13,6 +13,7 @@
  */
 import { type ExtensionAPI, VERSION } from "@earendil-works/pi-coding-agent";
 
+import { openHubOverlay } from "./hub_overlay.ts";
 import { identity } from "./identity.ts";
 import { extensionDir, findInstallation } from "./install.ts";
 import { mainSession } from "./main_session.ts";
@@ -33,5 +34,6 @@ export default function slate(pi: ExtensionAPI): void {
 		hostVersion: VERSION,
 		client: CLIENT,
 		env: process.env,
+		openHub: openHubOverlay,
 	});
 }

@@ -20,6 +20,7 @@ import { cliRunner, type RunCli } from "./cli.ts";
 import { registerCommands } from "./commands.ts";
 import type { Send } from "./delivery.ts";
 import { registerHandoff, registerHandoffMessages } from "./handoff.ts";
+import type { OpenHub } from "./hub_overlay.ts";
 import { registerDoctrine, reportHostExtensions } from "./host_extensions.ts";
 import type { InstallationResult } from "./install.ts";
 import { registerReservation } from "./reservation.ts";
@@ -35,6 +36,8 @@ export interface MainSessionOptions {
 	/** `hello.client`. */
 	client: string;
 	env: Record<string, string | undefined>;
+	/** `/subagent-hub`'s overlay. */
+	openHub: OpenHub;
 }
 
 type Started = { ok: true; runtime: Runtime } | { ok: false; reason: string };
@@ -161,7 +164,7 @@ export function mainSession(pi: ExtensionAPI, options: MainSessionOptions): void
 		if (!s.ok || run === undefined) {
 			return { ok: false as const, reason: s.ok ? "Slate is not installed" : s.reason };
 		}
-		return { ok: true as const, run, slate: s.runtime.slate, parentId: s.runtime.parentId };
+		return { ok: true as const, run, slate: s.runtime.slate, parentId: s.runtime.parentId, socket: s.runtime.socket };
 	};
 	const cli = () =>
 		installation.ok && run !== undefined
@@ -175,6 +178,7 @@ export function mainSession(pi: ExtensionAPI, options: MainSessionOptions): void
 		},
 		cli,
 		env: options.env,
+		openHub: options.openHub,
 		handoff: registerHandoff(session),
 	});
 }

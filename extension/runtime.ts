@@ -39,6 +39,11 @@ export class Runtime {
 		return this.process.served.parentId;
 	}
 
+	/** The coordinator's control socket. */
+	get socket(): string {
+		return this.process.served.socket;
+	}
+
 	/** Start (or attach to) the coordinator, connect as the operator and subscribe. */
 	static async start(options: RuntimeOptions): Promise<Runtime> {
 		const process = await CoordinatorProcess.start(options);

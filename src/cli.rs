@@ -259,6 +259,15 @@ pub enum Command {
         /// Do not trust this project's `.pi/` config (only when starting a coordinator).
         #[arg(long)]
         no_approve: bool,
+        /// Draw for a host instead of a terminal: JSON lines in, one JSON frame per line out
+        /// (pi's `/subagent-hub` overlay). Needs a running coordinator.
+        #[arg(long, conflicts_with = "pane")]
+        frames: bool,
+        /// Open the Hub in a new tmux pane beside this one (below it, or in a new window,
+        /// when a side-by-side pane would be narrower than the roster needs); the pane gets
+        /// the coordinator's socket and stays open with the error if the Hub fails.
+        #[arg(long)]
+        pane: bool,
     },
     /// Show the fleet of the coordinator serving this directory (same as `subagent-status`),
     /// or one generation: `UUID@GEN` or `UUID GEN`.
@@ -630,8 +639,11 @@ pub fn try_main(printer: &Printer, command: Command) -> Result<ExitCode, Error> 
             model,
             approve,
             no_approve,
+            frames,
+            pane,
         } => hub::run(
             select.parent,
+            hub::Surface::of(frames, pane),
             &embedded::EmbedArgs {
                 backend,
                 scenario,

@@ -17,6 +17,8 @@ mod pi_tmux;
 
 #[path = "pi_tui/handoff.rs"]
 mod handoff;
+#[path = "pi_tui/hub.rs"]
+mod hub;
 #[path = "pi_tui/startup.rs"]
 mod startup;
 #[path = "pi_tui/widget.rs"]

@@ -38,8 +38,17 @@ impl Tmux {
         Self::start_with(name, |_| command.to_owned())
     }
 
+    /// [`Tmux::start`] at `width`×`height`.
+    fn start_sized(name: &str, command: &str, width: u16, height: u16) -> Self {
+        Self::start_at(name, |_| command.to_owned(), (width, height))
+    }
+
     /// [`Tmux::start`] with a command built once the directories exist (under `base`).
     fn start_with(name: &str, command: impl FnOnce(&Path) -> String) -> Self {
+        Self::start_at(name, command, (160, 45))
+    }
+
+    fn start_at(name: &str, command: impl FnOnce(&Path) -> String, size: (u16, u16)) -> Self {
         let base = std::env::temp_dir().join(format!("slate-tmux-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&base);
         for d in ["work", "agent", "run"] {
@@ -53,7 +62,10 @@ impl Tmux {
         let command = command(&tmux.base);
         let out = tmux
             .tmux()
-            .args(["new-session", "-d", "-s", "t", "-x", "160", "-y", "45"])
+            .args(["new-session", "-d", "-s", "t", "-x"])
+            .arg(size.0.to_string())
+            .arg("-y")
+            .arg(size.1.to_string())
             .arg(format!(
                 "cd {} && {env} {command}; echo SLATE-EXIT=$?; sleep 600",
                 tmux.work().display()
@@ -293,6 +305,54 @@ fn the_demo_hub_filters_shows_tools_and_stops_with_confirmation_in_a_real_termin
         "the alternate screen is gone:\n{end}"
     );
     assert_eq!(sockets(&t.base), 0, "the socket is removed at exit");
+}
+
+/// Issue 21: at 80×24 the demo's Hub is the compact layout, and a newcomer still sees the
+/// fleet: one line per generation (status mark, handle, role, status) above the selected
+/// generation's thread, and no line wider than the terminal.
+#[test]
+fn the_demo_at_80x24_lists_the_fleet_above_the_thread() {
+    if !Tmux::available() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "tmux is required in CI (.ci/run installs it)"
+        );
+        eprintln!("SKIPPED: tmux is not installed; the real-terminal Hub test did not run");
+        return;
+    }
+    let t = Tmux::start_sized("demo80", &format!("{SLATE} demo"), 80, 24);
+    let is_row = |l: &str| {
+        let words: Vec<&str> = l.split_whitespace().collect();
+        words.len() >= 4
+            && ["●", "✓", "⋯", "◌", "‖", "◍", "✗", "⊘"].contains(&words[0])
+            && words[1].len() >= 8
+            && words[1][..8].chars().all(|c| c.is_ascii_hexdigit())
+    };
+    let screen = t.wait_for("the compact roster with several generations", |s| {
+        s.starts_with("Slate Hub") && s.lines().filter(|l| is_row(l)).count() >= 3
+    });
+    let lines: Vec<&str> = screen.lines().collect();
+    let tabs = lines
+        .iter()
+        .position(|l| l.contains(" thread ") && l.contains(" details "))
+        .unwrap();
+    assert!(
+        lines[1..tabs].iter().filter(|l| is_row(l)).count() >= 3,
+        "the roster is above the thread:\n{screen}"
+    );
+    assert!(
+        lines[tabs - 1].contains('@'),
+        "the selected generation's full identity is above the tabs:\n{screen}"
+    );
+    for line in &lines {
+        assert!(
+            unicode_width::UnicodeWidthStr::width(*line) <= 80,
+            "wider than 80 columns: {line:?}"
+        );
+    }
+    t.keys(&["q"]);
+    let end = t.wait_for("the shell after the Hub", |s| s.contains("SLATE-EXIT="));
+    assert!(end.contains("SLATE-EXIT=0"), "{end}");
 }
 
 /// Issue 14, item 8: a multi-line paste into the steer prompt stays in the prompt; its `x`

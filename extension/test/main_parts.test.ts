@@ -11,7 +11,7 @@ import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
 import { ControlClient } from "../control.ts";
-import { hubPlan, shellQuote, statusArgv, steerArgv, stopArgv, slateSubcommand, targetCompletions } from "../commands.ts";
+import { hubArgv, statusArgv, steerArgv, stopArgv, slateSubcommand, targetCompletions } from "../commands.ts";
 import { parseServed, serveArgs } from "../coordinator.ts";
 import { OutcomeDelivery, outcomeMessage } from "../delivery.ts";
 import { handoffArgv, permittedRoutes, recordedModel, registerHandoff, routeWarning, wrapLines } from "../handoff.ts";
@@ -82,14 +82,11 @@ test("/slate splits its subcommand from the rest", () => {
 	assert.deepEqual(slateSubcommand(""), { sub: "", rest: "" });
 });
 
-test("/subagent-hub: a tmux pane inside tmux, otherwise the exact command", () => {
-	assert.deepEqual(hubPlan({ TMUX: "/tmp/tmux-1/default,1,0" }, "/opt/slate bin/slate", P, "/w"), {
-		tmux: ["split-window", "-h", "-c", "/w", `'/opt/slate bin/slate' hub --parent ${P}`],
-	});
-	assert.deepEqual(hubPlan({}, "/usr/bin/slate", P, "/it's"), {
-		show: `Open the Subagent Hub for this session in another terminal:\n  cd '/it'\\''s' && /usr/bin/slate hub --parent ${P}`,
-	});
-	assert.equal(shellQuote("a'b"), `'a'\\''b'`);
+test("/subagent-hub: the overlay, or --pane for the CLI's tmux pane; anything else is its usage", () => {
+	assert.deepEqual(hubArgv("", P), { overlay: true });
+	assert.deepEqual(hubArgv("  --pane ", P), { ok: true, argv: ["hub", "--parent", P, "--pane"] });
+	assert.deepEqual(hubArgv("--pane extra", P), { ok: false, usage: "usage: /subagent-hub [--pane]" });
+	assert.deepEqual(hubArgv("--frames", P), { ok: false, usage: "usage: /subagent-hub [--pane]" });
 });
 
 // ---------------------------------------------------------------------------------------------

@@ -81,6 +81,9 @@ function fakeCtx(notices: Notice[], widgets: unknown[] = [], hasUI = false) {
 	};
 }
 
+/** What `/subagent-hub` asked the overlay to open. */
+const hubsOpened: { slate: string; socket: string }[] = [];
+
 function start(options: { extension?: string; env?: Record<string, string> } = {}) {
 	const pi = new FakePi();
 	mainSession(pi.api, {
@@ -88,6 +91,9 @@ function start(options: { extension?: string; env?: Record<string, string> } = {
 		hostVersion: "1.6.0",
 		client: "slate-pi-extension test",
 		env: options.env ?? {},
+		openHub: async (_ctx, hub) => {
+			hubsOpened.push(hub);
+		},
 	});
 	return pi;
 }
@@ -253,6 +259,24 @@ test("/subagent-status runs `slate status --parent <session>` and shows its text
 		text: "/slate bogus: unknown subcommand; expected effective, handoff or resume",
 		level: "error",
 	});
+	await pi.emit("session_shutdown", { reason: "quit" }, fakeCtx(notices));
+});
+
+test("/subagent-hub opens the overlay on the session's socket (in pi's terminal only); --pane asks the CLI", async () => {
+	writeFileSync(logFile, "");
+	const pi = start();
+	const notices: Notice[] = [];
+	await pi.emit("session_start", { reason: "startup" }, fakeCtx(notices));
+	hubsOpened.length = 0;
+	await pi.command("subagent-hub").handler("", { ...fakeCtx(notices), mode: "tui" });
+	assert.equal(hubsOpened.length, 1);
+	assert.equal(hubsOpened[0]?.slate, slate);
+	assert.match(hubsOpened[0]?.socket ?? "", /^\/.+/);
+	await pi.command("subagent-hub").handler("", { ...fakeCtx(notices), mode: "rpc" });
+	assert.equal(hubsOpened.length, 1, "no overlay outside pi's terminal");
+	assert.equal(notices.at(-1)?.level, "error");
+	await pi.command("subagent-hub").handler("--pane", fakeCtx(notices));
+	assert.ok(log().some((r) => r.argv?.join(" ") === `hub --parent ${SESSION_ID} --pane`));
 	await pi.emit("session_shutdown", { reason: "quit" }, fakeCtx(notices));
 });
 

@@ -3,6 +3,9 @@
 //! `slate serve`, on its socket in the private (0700) runtime directory — and attaches to
 //! it over that socket, so there is one data path either way, and other Hubs and CLI
 //! commands can attach to it while it runs.
+//!
+//! `--frames` draws for a host instead (pi's overlay, `ui/hub/frames.rs`); `--pane` opens
+//! the Hub in a new tmux pane (`hub/pane.rs`).
 
 use std::io::IsTerminal;
 use std::sync::Arc;
@@ -12,9 +15,38 @@ use crate::cli::fleet::connect;
 use crate::cli::{Error, ExitCode};
 use crate::control::client::CONNECT_TIMEOUT;
 use crate::control::{Client, Server};
+use crate::ui::hub::frames::run_frames;
 use crate::ui::hub::{HubOptions, run_hub};
 
-pub fn run(parent: Option<String>, embed: &EmbedArgs) -> Result<ExitCode, Error> {
+mod pane;
+
+/// Where the Hub draws.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Surface {
+    /// This terminal.
+    Terminal,
+    /// Frames for a host (`--frames`).
+    Frames,
+    /// A new tmux pane (`--pane`).
+    Pane,
+}
+
+impl Surface {
+    pub fn of(frames: bool, pane: bool) -> Self {
+        match (frames, pane) {
+            (true, _) => Self::Frames,
+            (false, true) => Self::Pane,
+            (false, false) => Self::Terminal,
+        }
+    }
+}
+
+pub fn run(parent: Option<String>, surface: Surface, embed: &EmbedArgs) -> Result<ExitCode, Error> {
+    match surface {
+        Surface::Terminal => {}
+        Surface::Frames => return crate::cli::fleet::block_on_multi(|| frames(parent)),
+        Surface::Pane => return pane::open(parent),
+    }
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         return Err(Error::Usage(
             "slate hub needs a terminal (use slate status for text or --json)".to_owned(),
@@ -23,16 +55,35 @@ pub fn run(parent: Option<String>, embed: &EmbedArgs) -> Result<ExitCode, Error>
     crate::cli::fleet::block_on_multi(|| hub(parent, embed))
 }
 
+/// `--frames`: the Hub for a host, on a coordinator that runs (none is started for it).
+async fn frames(parent: Option<String>) -> Result<ExitCode, Error> {
+    let client = connect(parent).await?;
+    let options = HubOptions {
+        title: title(&client),
+        ..HubOptions::default()
+    };
+    run_frames(client, options)
+        .await
+        .map_err(|e| Error::Environment(format!("slate hub --frames: {e}")))?;
+    Ok(ExitCode::Ok)
+}
+
+fn title(client: &Client) -> String {
+    client
+        .server()
+        .map(|h| format!("parent {}", h.parent_id))
+        .unwrap_or_default()
+}
+
 async fn hub(parent: Option<String>, embed: &EmbedArgs) -> Result<ExitCode, Error> {
-    let explicit = parent.is_some();
+    // A coordinator named by `--parent` or `SLATE_SOCKET` that does not answer is an error,
+    // never a reason to start another one.
+    let explicit = parent.is_some()
+        || std::env::var_os(crate::control::discovery::SOCKET_ENV).is_some_and(|v| !v.is_empty());
     let result = match connect(parent.clone()).await {
         Ok(client) => {
-            let title = client
-                .server()
-                .map(|h| format!("parent {}", h.parent_id))
-                .unwrap_or_default();
             let options = HubOptions {
-                title,
+                title: title(&client),
                 ..HubOptions::default()
             };
             run_hub(client, options).await

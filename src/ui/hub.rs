@@ -6,7 +6,8 @@
 //! * `roster.rs` — ordering, filtering and fleet counts of the registry's snapshots;
 //! * `transcript.rs`, `details.rs` — cleaned documents for the panes;
 //! * `layout.rs`, `view.rs` — the frame (`impl Widget for &HubView`);
-//! * `event_loop.rs` — the one loop: drain every pending input, update, draw once if dirty.
+//! * `event_loop.rs` — the one loop: drain every pending input, update, draw once if dirty;
+//! * `frames.rs` — the same loop for a host that draws the frames (pi's overlay).
 //!
 //! The Hub is a consumer of the coordinator over the control client; it never decides
 //! anything the registry has not reported.
@@ -15,6 +16,7 @@ mod controls;
 mod details;
 pub mod event_loop;
 mod format;
+pub mod frames;
 mod keys;
 pub mod layout;
 pub mod roster;

@@ -80,7 +80,15 @@ pub async fn run_hub(client: Client, options: HubOptions) -> io::Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     let input = spawn_input(tx.clone(), Arc::clone(&stop))?;
     let mut hub = Hub::new(options, now_ms());
-    let result = run_loop(&mut hub, &mut rx, guard.terminal(), &client, &tx).await;
+    let result = run_loop(
+        &mut hub,
+        &mut rx,
+        guard.terminal(),
+        &client,
+        &tx,
+        &mut OwnTerminal,
+    )
+    .await;
     stop.store(true, Ordering::SeqCst);
     forwarder.abort();
     drop(guard);
@@ -88,12 +96,36 @@ pub async fn run_hub(client: Client, options: HubOptions) -> io::Result<()> {
     result
 }
 
-async fn run_loop<B: Backend>(
+/// Where the loop's frames go: the Hub's own terminal, or a host that draws them
+/// (`--frames`).
+pub(super) trait Surface<B: Backend> {
+    /// Before a batch is applied (a host's `size` resizes its backend here).
+    fn before(&mut self, terminal: &mut Terminal<B>, batch: &[Msg]) -> io::Result<()>;
+    /// After a frame was drawn.
+    fn present(&mut self, terminal: &Terminal<B>) -> io::Result<()>;
+}
+
+/// The terminal Hub: ratatui already wrote the frame; resizes are the terminal's own.
+struct OwnTerminal;
+
+impl<B: Backend> Surface<B> for OwnTerminal {
+    fn before(&mut self, _: &mut Terminal<B>, _: &[Msg]) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn present(&mut self, _: &Terminal<B>) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The loop of every Hub.
+pub(super) async fn run_loop<B: Backend>(
     hub: &mut Hub,
     rx: &mut UnboundedReceiver<Msg>,
     terminal: &mut Terminal<B>,
     client: &Arc<Client>,
     tx: &UnboundedSender<Msg>,
+    surface: &mut impl Surface<B>,
 ) -> io::Result<()> {
     let mut clock = tokio::time::interval(Duration::from_secs(1));
     clock.set_missed_tick_behavior(MissedTickBehavior::Skip);
@@ -118,7 +150,11 @@ async fn run_loop<B: Backend>(
         while let Ok(m) = rx.try_recv() {
             batch.push(m);
         }
+        surface.before(terminal, &batch)?;
         let step = step(hub, batch, terminal)?;
+        if step.drew {
+            surface.present(terminal)?;
+        }
         for effect in step.effects {
             perform(effect, client, tx);
         }
@@ -163,7 +199,7 @@ fn spawn_input(
 }
 
 /// Registry notifications become messages, stamped with when the Hub received them.
-async fn forward(mut subscription: Subscription, tx: UnboundedSender<Msg>) {
+pub(super) async fn forward(mut subscription: Subscription, tx: UnboundedSender<Msg>) {
     while let Some(n) = subscription.next().await {
         let msg = match n {
             Notification::Event(ControlEvent::Registry { event }) => Msg::Registry {
@@ -245,7 +281,7 @@ async fn load(client: &Client) -> Result<Msg, ClientError> {
 }
 
 /// Starts one effect off the loop; its result comes back as a message.
-fn perform(effect: UiEffect, client: &Arc<Client>, tx: &UnboundedSender<Msg>) {
+pub(super) fn perform(effect: UiEffect, client: &Arc<Client>, tx: &UnboundedSender<Msg>) {
     let client = Arc::clone(client);
     let tx = tx.clone();
     tokio::spawn(async move {

@@ -60,6 +60,51 @@ impl Key {
     }
 }
 
+impl Key {
+    /// The key a host's key identifier means to the Hub: pi's vocabulary (`"up"`,
+    /// `"pageDown"`, `"shift+tab"`, `"ctrl+c"`, `"escape"`, `"space"`, or one printable
+    /// character such as `"x"` or `"/"`). `None` for identifiers the Hub has no use for
+    /// (function keys, Alt chords, …), which are dropped like [`Key::from_event`] drops them.
+    pub fn from_id(id: &str) -> Option<Self> {
+        let mut chars = id.chars();
+        if let (Some(c), None) = (chars.next(), chars.next()) {
+            return (!c.is_control()).then_some(Self::Char(c));
+        }
+        if let Some(letter) = id.strip_prefix("ctrl+") {
+            let mut chars = letter.chars();
+            return match (chars.next(), chars.next()) {
+                (Some(c), None) if c.is_ascii_alphabetic() => {
+                    Some(Self::Ctrl(c.to_ascii_lowercase()))
+                }
+                _ => None,
+            };
+        }
+        if let Some(rest) = id.strip_prefix("shift+") {
+            // A shifted printable arrives as its character; only Tab changes meaning.
+            return match rest {
+                "tab" => Some(Self::BackTab),
+                "space" => Some(Self::Char(' ')),
+                "enter" | "return" => Some(Self::Enter),
+                _ => None,
+            };
+        }
+        Some(match id {
+            "space" => Self::Char(' '),
+            "enter" | "return" => Self::Enter,
+            "escape" | "esc" => Self::Esc,
+            "backspace" => Self::Backspace,
+            "tab" => Self::Tab,
+            "up" => Self::Up,
+            "down" => Self::Down,
+            "pageUp" => Self::PageUp,
+            "pageDown" => Self::PageDown,
+            "home" => Self::Home,
+            "end" => Self::End,
+            _ => return None,
+        })
+    }
+}
+
 /// Pasted text for a one-line input (filter, command): controls go, line breaks become spaces.
 fn one_line(text: &str) -> String {
     text.chars()

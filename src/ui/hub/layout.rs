@@ -6,7 +6,7 @@ use ratatui::layout::Rect;
 /// Narrower than this (or lower than [`TINY_HEIGHT`]) is the tiny placeholder.
 pub const TINY_WIDTH: u16 = 40;
 pub const TINY_HEIGHT: u16 = 8;
-/// From this width the roster sits beside the pane.
+/// From this width the roster sits beside the pane (narrower, it sits above it).
 pub const WIDE_WIDTH: u16 = 100;
 /// The roster never takes more than this many columns.
 pub const ROSTER_MAX: u16 = 64;
@@ -22,10 +22,13 @@ pub enum Kind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Areas {
     pub kind: Kind,
-    /// Wide: fleet counts. Compact: the selected generation.
+    /// Fleet counts.
     pub header: Rect,
-    /// Wide only.
+    /// Wide: beside the pane, full height. Compact: above it, one line per roster row up to
+    /// a third of the body (at least one line, for "no subagents yet").
     pub roster: Option<Rect>,
+    /// Compact only: the selected generation with its full identity, below the roster.
+    pub selection: Option<Rect>,
     /// The vertical separator between roster and pane (wide only).
     pub separator: Option<Rect>,
     /// Pane tabs and the LIVE/READING state.
@@ -37,7 +40,8 @@ pub struct Areas {
 }
 
 impl Areas {
-    pub fn of(area: Rect) -> Self {
+    /// The areas at `area` for a roster of `rows` rows.
+    pub fn of(area: Rect, rows: usize) -> Self {
         let (w, h) = (area.width, area.height);
         let row = |y: u16, height: u16| Rect::new(area.x, area.y + y, w, height);
         if w < TINY_WIDTH || h < TINY_HEIGHT {
@@ -46,6 +50,7 @@ impl Areas {
                 kind: Kind::Tiny,
                 header: area,
                 roster: None,
+                selection: None,
                 separator: None,
                 tabs: empty,
                 pane: empty,
@@ -57,13 +62,18 @@ impl Areas {
         let footer = row(h - 1, 1);
         let header = row(0, 1);
         if w < WIDE_WIDTH {
+            // Header, selection, tabs, rule and footer take a row each.
+            let body = h - 5;
+            let cap = (body / 3).max(1);
+            let roster_h = u16::try_from(rows).unwrap_or(u16::MAX).clamp(1, cap);
             return Self {
                 kind: Kind::Compact,
                 header,
-                roster: None,
+                roster: Some(row(1, roster_h)),
+                selection: Some(row(1 + roster_h, 1)),
                 separator: None,
-                tabs: row(1, 1),
-                pane: row(2, h - 4),
+                tabs: row(2 + roster_h, 1),
+                pane: row(3 + roster_h, body - roster_h),
                 rule,
                 footer,
             };
@@ -76,6 +86,7 @@ impl Areas {
             kind: Kind::Wide,
             header,
             roster: Some(Rect::new(area.x, area.y + 1, roster_w, body)),
+            selection: None,
             separator: Some(Rect::new(area.x + roster_w, area.y + 1, 1, body)),
             tabs: Rect::new(pane_x, area.y + 1, pane_w, 1),
             pane: Rect::new(pane_x, area.y + 2, pane_w, body - 1),

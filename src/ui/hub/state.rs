@@ -561,7 +561,7 @@ impl Hub {
     }
 
     pub fn areas(&self) -> Areas {
-        Areas::of(self.size)
+        Areas::of(self.size, self.roster.rows().len())
     }
 
     /// The coordinator is gone: the roster becomes its last known states, and the clock
@@ -602,15 +602,14 @@ impl Hub {
         };
         match self.areas().kind {
             Kind::Tiny => false,
-            Kind::Compact => self.selected.as_ref().is_some_and(active),
-            Kind::Wide => {
+            Kind::Compact | Kind::Wide => {
                 self.visible_rows().iter().any(active)
                     || (self.pane == Pane::Details && self.selected.as_ref().is_some_and(active))
             }
         }
     }
 
-    /// The roster rows on screen (wide layout).
+    /// The roster rows on screen.
     pub fn visible_rows(&self) -> &[ChildRef] {
         let rows = self.roster.rows();
         let height = self.areas().roster.map_or(0, |r| usize::from(r.height));

@@ -17,6 +17,7 @@ use super::state::{Bulk, Hub, Mode, NoticeKind, Pane, Prompt, WAIT_MS};
 use super::transcript::RowKind;
 use crate::core::{ChildRef, Role};
 use crate::text::{SafeText, fit, width};
+use crate::ui::fleet::status_glyph;
 use crate::ui::theme;
 
 /// One frame of the Hub.
@@ -116,14 +117,19 @@ pub fn prompt_head(hub: &Hub, prompt: &Prompt) -> String {
 impl Widget for &HubView<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let hub = self.hub;
-        let areas = Areas::of(area);
+        let areas = Areas::of(area, hub.roster().rows().len());
         if areas.kind == Kind::Tiny {
             tiny(area, buf);
             return;
         }
         header(hub, &areas, buf);
-        if let Some(roster) = areas.roster {
-            roster_rows(hub, roster, buf);
+        match (areas.kind, areas.roster) {
+            (Kind::Wide, Some(roster)) => roster_rows(hub, roster, buf),
+            (_, Some(roster)) => compact_roster_rows(hub, roster, buf),
+            (_, None) => {}
+        }
+        if let Some(line) = areas.selection {
+            selection(hub, line, buf);
         }
         if let Some(sep) = areas.separator {
             for y in sep.y..sep.y + sep.height {
@@ -183,30 +189,6 @@ fn header(hub: &Hub, areas: &Areas, buf: &mut Buffer) {
         put(buf, a.x, a.y, a.width, &text, theme::title());
         return;
     }
-    if areas.kind == Kind::Compact {
-        // The selected generation, with its full identity.
-        let text = match hub.selected().and_then(|r| hub.roster().get(r)) {
-            Some(e) => {
-                let s = &e.snapshot;
-                let mut t = format!("{} · {} · {}", s.child_ref(), s.profile.as_str(), s.status);
-                if let Some(l) = Liveness::of(e, hub.now, hub.options.stall_after_ms) {
-                    let _ = write!(t, " · {}", l.label());
-                }
-                if hub.roster().is_history(s.child_ref()) {
-                    t.push_str(" · history");
-                }
-                let _ = write!(t, " · {}", e.headline);
-                let st = stats(s);
-                if !st.is_empty() {
-                    let _ = write!(t, " · {st}");
-                }
-                t
-            }
-            None => format!("Slate Hub · {}", counts_text(hub)),
-        };
-        put(buf, a.x, a.y, a.width, &text, theme::title());
-        return;
-    }
     let mut text = String::from("Slate Hub");
     if !hub.options.title.is_empty() {
         let _ = write!(text, " · {}", hub.options.title);
@@ -222,6 +204,27 @@ fn header(hub: &Hub, areas: &Areas, buf: &mut Buffer) {
         let _ = write!(text, " · {} marked", hub.marks().len());
     }
     put(buf, a.x, a.y, a.width, &text, theme::title());
+}
+
+/// The selected generation, with its full identity (compact: the roster shows handles).
+fn selection(hub: &Hub, a: Rect, buf: &mut Buffer) {
+    let Some(e) = hub.selected().and_then(|r| hub.roster().get(r)) else {
+        return;
+    };
+    let s = &e.snapshot;
+    let mut t = format!("{} · {} · {}", s.child_ref(), s.profile.as_str(), s.status);
+    if let Some(l) = Liveness::of(e, hub.now, hub.options.stall_after_ms) {
+        let _ = write!(t, " · {}", l.label());
+    }
+    if hub.roster().is_history(s.child_ref()) {
+        t.push_str(" · history");
+    }
+    let _ = write!(t, " · {}", e.headline);
+    let st = stats(s);
+    if !st.is_empty() {
+        let _ = write!(t, " · {st}");
+    }
+    put(buf, a.x, a.y, a.width, &t, theme::title());
 }
 
 /// Left-to-right writing within one roster row.
@@ -242,18 +245,11 @@ impl Cursor {
 }
 
 fn roster_rows(hub: &Hub, area: Rect, buf: &mut Buffer) {
-    let roster = hub.roster();
-    if roster.rows().is_empty() {
-        let text = if !hub.loaded {
-            "reading the registry…"
-        } else if roster.is_empty() {
-            "no subagents yet"
-        } else {
-            "nothing matches the filter"
-        };
+    if let Some(text) = empty_roster(hub) {
         put(buf, area.x, area.y, area.width, text, theme::dim());
         return;
     }
+    let roster = hub.roster();
     let w = usize::from(area.width);
     for (i, r) in hub.visible_rows().iter().enumerate() {
         let Some(e) = roster.get(*r) else { continue };
@@ -338,6 +334,99 @@ fn roster_rows(hub: &Hub, area: Rect, buf: &mut Buffer) {
         let pad = " ".repeat(room.saturating_sub(width(&fitted)));
         row.write(buf, &format!("{fitted}{pad}"), Style::default());
         row.write(buf, &st, theme::dim());
+    }
+}
+
+/// The message of an empty roster, if it is empty.
+fn empty_roster(hub: &Hub) -> Option<&'static str> {
+    let roster = hub.roster();
+    if !roster.rows().is_empty() {
+        return None;
+    }
+    Some(if !hub.loaded {
+        "reading the registry…"
+    } else if roster.is_empty() {
+        "no subagents yet"
+    } else {
+        "nothing matches the filter"
+    })
+}
+
+/// The widest handle among the roster's rows, so the columns after it line up.
+fn handle_width(hub: &Hub) -> usize {
+    hub.roster()
+        .rows()
+        .iter()
+        .map(|r| r.handle().len())
+        .max()
+        .unwrap_or(0)
+}
+
+/// The compact roster: one line per row (status mark, handle, role, status, then the
+/// headline and elapsed time as room allows), the selection highlighted.
+fn compact_roster_rows(hub: &Hub, area: Rect, buf: &mut Buffer) {
+    if let Some(text) = empty_roster(hub) {
+        put(buf, area.x, area.y, area.width, text, theme::dim());
+        return;
+    }
+    let roster = hub.roster();
+    let w = usize::from(area.width);
+    let handle_w = handle_width(hub);
+    for (i, r) in hub.visible_rows().iter().enumerate() {
+        let Some(e) = roster.get(*r) else { continue };
+        let Ok(dy) = u16::try_from(i) else { break };
+        let y = area.y + dy;
+        let s = &e.snapshot;
+        let base = match (hub.selected() == Some(*r), roster.is_history(*r)) {
+            (true, _) => theme::selected(),
+            (false, true) => theme::dim(),
+            (false, false) => Style::default(),
+        };
+        buf.set_style(Rect::new(area.x, y, area.width, 1), base);
+        let mut row = Cursor {
+            x: area.x,
+            y,
+            left: w,
+            base,
+        };
+        row.write(
+            buf,
+            if hub.marks().contains(r) { "◆" } else { " " },
+            theme::warning(),
+        );
+        if hub.sort() == SortKey::Tree {
+            let depth = usize::try_from(s.depth.saturating_sub(1)).unwrap_or(0);
+            row.write(buf, &"  ".repeat(depth.min(w / 8)), Style::default());
+        }
+        row.write(
+            buf,
+            &format!("{} ", status_glyph(s.status)),
+            theme::status(s.status),
+        );
+        row.write(buf, &format!("{:<handle_w$} ", r.handle()), theme::dim());
+        row.write(buf, &format!("{:<8}", short_role(s.profile)), theme::dim());
+        row.write(
+            buf,
+            &format!("{:<10}", s.status.as_str()),
+            theme::status(s.status),
+        );
+        if let Some(l) = Liveness::of(e, hub.now, hub.options.stall_after_ms) {
+            row.write(buf, &format!("{} ", l.label()), theme::warning());
+        }
+        if s.writer_lease {
+            row.write(buf, "✎ ", theme::warning());
+        }
+        let clock = format!(" {}", duration(elapsed(s, hub.now)));
+        let headline = e.headline.as_str();
+        let room = row.left.saturating_sub(width(&clock));
+        if room >= 8 {
+            let fitted = fit(headline, room);
+            let pad = " ".repeat(room.saturating_sub(width(&fitted)));
+            row.write(buf, &format!("{fitted}{pad}"), Style::default());
+            row.write(buf, &clock, theme::dim());
+        } else {
+            row.write(buf, headline, Style::default());
+        }
     }
 }
 

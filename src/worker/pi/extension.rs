@@ -71,6 +71,14 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../../extension/host_extensions.ts"),
     ),
     (
+        "hub_frames.ts",
+        include_str!("../../../extension/hub_frames.ts"),
+    ),
+    (
+        "hub_overlay.ts",
+        include_str!("../../../extension/hub_overlay.ts"),
+    ),
+    (
         "identity.ts",
         include_str!("../../../extension/identity.ts"),
     ),
