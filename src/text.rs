@@ -31,6 +31,19 @@ impl SafeText {
         Self(clean(raw, true))
     }
 
+    /// One line shown to be read exactly (an error naming a path): nothing is removed;
+    /// every control, bidi control and character of unreliable width is written as a
+    /// visible escape (`\x1b`, `\u{9d}`, `\n`, `\t`), so the reader sees which bytes the
+    /// text holds and none of them acts on the terminal.
+    pub fn escaped_line(raw: &str) -> Self {
+        Self(escape_visibly(raw, false))
+    }
+
+    /// [`SafeText::escaped_line`] that keeps `\n` as a line break.
+    pub fn escaped_lines(raw: &str) -> Self {
+        Self(escape_visibly(raw, true))
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -79,6 +92,40 @@ fn drop_zero_width_graphemes(text: String) -> String {
         return text;
     }
     text.graphemes(true).filter(|g| !lone(g)).collect()
+}
+
+/// The text of [`SafeText::escaped_line`] / [`SafeText::escaped_lines`].
+fn escape_visibly(raw: &str, keep_newlines: bool) -> String {
+    use std::fmt::Write as _;
+    use unicode_segmentation::UnicodeSegmentation;
+    if printable_ascii(raw) {
+        return raw.to_owned();
+    }
+    let mut out = String::with_capacity(raw.len() + 16);
+    // A grapheme of width 0 on its own (a combining mark at the start of a line) would
+    // land on the cell before it: it is escaped too.
+    let mut line_start = true;
+    for grapheme in raw.graphemes(true) {
+        let lone =
+            grapheme != "\n" && line_start && unicode_width::UnicodeWidthStr::width(grapheme) == 0;
+        for c in grapheme.chars() {
+            match c {
+                '\n' if keep_newlines => out.push('\n'),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                c if c.is_ascii_control() => {
+                    let _ = write!(out, "\\x{:02x}", u32::from(c));
+                }
+                c if lone || c.is_control() || is_bidi_control(c) || is_unreliable_width(c) => {
+                    let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+                }
+                c => out.push(c),
+            }
+        }
+        line_start = grapheme == "\n" && keep_newlines;
+    }
+    out
 }
 
 /// Where an escape sequence ends. Returns how many chars (after the introducer) to skip.
