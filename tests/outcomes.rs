@@ -567,7 +567,11 @@ fn a_held_session_lock_refuses_a_handoff_with_exit_1_and_writes_nothing() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("another slate process"), "{stderr}");
     assert_eq!(std::fs::read(&path).unwrap(), before, "nothing appended");
-    assert_eq!(env.session_files(), [path.clone()], "no successor");
+    assert_eq!(
+        env.session_files(),
+        std::slice::from_ref(&path),
+        "no successor"
+    );
     drop(held);
     let out = env.handoff(&path, None).output().unwrap();
     assert!(
@@ -770,7 +774,7 @@ async fn status_with_every_connection_and_the_reserved_lane_held_is_busy() {
     };
     let server = Server::bind(&socket, metadata, config).unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let served = tokio::spawn(server.run(service, async move {
+    let serving = tokio::spawn(server.run(service, async move {
         let _ = stopped.await;
     }));
 
@@ -798,7 +802,7 @@ async fn status_with_every_connection_and_the_reserved_lane_held_is_busy() {
         .unwrap();
     drop(held);
     let _ = stop.send(());
-    let _ = served.await;
+    let _ = serving.await;
     rt.shutdown().await.unwrap();
     let _ = std::fs::remove_dir_all(&base);
 }
