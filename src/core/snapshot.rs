@@ -61,9 +61,8 @@ pub struct StructuredOutcome {
     pub validation: Validation,
     pub attempts: u32,
     pub errors: Vec<String>,
-    /// The accepted value. A submitted `null` is `Some(Value::Null)` and stays present as
-    /// `"value": null` through every serialization and read-back; only "nothing accepted
-    /// yet" is absent.
+    /// The accepted value, `null` included: a submitted `null` is `"value": null` wherever
+    /// the outcome is written or read back. Absent while no value was accepted.
     #[serde(
         default,
         deserialize_with = "present_value",
