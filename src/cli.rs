@@ -299,10 +299,11 @@ pub enum Command {
         #[command(flatten)]
         select: Select,
     },
-    /// Steer a running generation: `slate steer UUID@GEN TEXT`.
+    /// Steer a running generation: `slate steer UUID@GEN TEXT` (or `UUID GEN TEXT`).
     Steer {
-        target: String,
-        text: String,
+        /// `UUID@GEN TEXT` or `UUID GEN TEXT`: the exact generation, then the text delivered to its model.
+        #[arg(num_args = 2..=3, required = true, value_name = "TARGET… TEXT")]
+        words: Vec<String>,
         #[command(flatten)]
         select: Select,
     },
@@ -380,17 +381,21 @@ pub enum Command {
         #[command(flatten)]
         select: Select,
     },
-    /// A new generation for an idle identity: `slate followup UUID@GEN TEXT`.
+    /// A new generation for an idle identity: `slate followup UUID@GEN TEXT` (or `UUID GEN
+    /// TEXT`).
     Followup {
-        target: String,
-        text: String,
+        /// `UUID@GEN TEXT` or `UUID GEN TEXT`: the exact generation, then the new generation's assignment.
+        #[arg(num_args = 2..=3, required = true, value_name = "TARGET… TEXT")]
+        words: Vec<String>,
         #[command(flatten)]
         select: Select,
     },
-    /// A new generation for a parked identity: `slate revive UUID@GEN TEXT`.
+    /// A new generation for a parked identity: `slate revive UUID@GEN TEXT` (or `UUID GEN
+    /// TEXT`).
     Revive {
-        target: String,
-        text: String,
+        /// `UUID@GEN TEXT` or `UUID GEN TEXT`: the exact generation, then the new generation's assignment.
+        #[arg(num_args = 2..=3, required = true, value_name = "TARGET… TEXT")]
+        words: Vec<String>,
         #[command(flatten)]
         select: Select,
     },
