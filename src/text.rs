@@ -525,6 +525,29 @@ mod tests {
     }
 
     #[test]
+    fn escaped_text_keeps_every_character_and_shows_controls_visibly() {
+        let raw = "/tmp/x \u{9d}0;t \u{1b}]52;c;QUJD\u{7}\t\u{7f}\u{202e}txt\u{200b}\r";
+        let shown = SafeText::escaped_line(raw).into_string();
+        assert_eq!(
+            shown,
+            r"/tmp/x \u{9d}0;t \x1b]52;c;QUJD\x07\t\x7f\u{202e}txt\u{200b}\r"
+        );
+        assert!(!shown.chars().any(|c| c.is_control()), "{shown:?}");
+        // A combining mark with nothing to combine with is escaped too; one on a base stays.
+        assert_eq!(
+            SafeText::escaped_line("\u{301}e\u{301}").as_str(),
+            "\\u{301}e\u{301}"
+        );
+        // Lines keep their breaks (and a mark after one is lone again), a line does not.
+        assert_eq!(
+            SafeText::escaped_lines("a\n\u{301}b").as_str(),
+            "a\n\\u{301}b"
+        );
+        assert_eq!(SafeText::escaped_line("a\nb").as_str(), "a\\nb");
+        assert_eq!(SafeText::escaped_line("plain").as_str(), "plain");
+    }
+
+    #[test]
     fn escape_sequences_of_every_kind_are_removed() {
         let cases = [
             ("\u{1b}[31mred\u{1b}[0m", "red"),
