@@ -532,7 +532,7 @@ mod tests {
             shown,
             r"/tmp/x \u{9d}0;t \x1b]52;c;QUJD\x07\t\x7f\u{202e}txt\u{200b}\r"
         );
-        assert!(!shown.chars().any(|c| c.is_control()), "{shown:?}");
+        assert!(!shown.chars().any(char::is_control), "{shown:?}");
         // A combining mark with nothing to combine with is escaped too; one on a base stays.
         assert_eq!(
             SafeText::escaped_line("\u{301}e\u{301}").as_str(),
