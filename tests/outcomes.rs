@@ -841,7 +841,8 @@ fn an_error_naming_a_path_with_controls_shows_every_byte_escaped() {
     let base = service_fixture::base("slate-outcomes", "controls");
     let run = base.join("run");
     std::fs::create_dir_all(&run).unwrap();
-    let mut serve = Command::new(SLATE)
+    let mut serve = Command::new(SLATE);
+    serve
         .args(["serve", "--backend", "sim", "--model", "fake/model"])
         .current_dir(base.join("work"))
         .env("PI_CODING_AGENT_DIR", base.join("agent"))
@@ -850,11 +851,10 @@ fn an_error_naming_a_path_with_controls_shows_every_byte_escaped() {
         .env_remove("SLATE_SOCKET")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::null());
+    let mut serve = Killed(serve.spawn().unwrap());
     let mut first = String::new();
-    BufReader::new(serve.stdout.take().unwrap())
+    BufReader::new(serve.0.stdout.take().unwrap())
         .read_line(&mut first)
         .unwrap();
     assert!(first.starts_with("slate serve: parent"), "{first}");
@@ -904,8 +904,7 @@ fn an_error_naming_a_path_with_controls_shows_every_byte_escaped() {
         "the JSON message decodes to the exact path: {v}"
     );
 
-    let _ = serve.kill();
-    let _ = serve.wait();
+    drop(serve);
     let _ = std::fs::remove_dir_all(&base);
 }
 
@@ -934,7 +933,7 @@ fn steer_followup_revive_take_uuid_gen_and_a_timed_out_wait_exits_1() {
             .stdin(Stdio::null());
         cmd
     };
-    let mut serve = slate(&[
+    let serve = slate(&[
         "serve",
         "--backend",
         "sim",
@@ -947,8 +946,9 @@ fn steer_followup_revive_take_uuid_gen_and_a_timed_out_wait_exits_1() {
     .stderr(Stdio::null())
     .spawn()
     .unwrap();
+    let mut serve = Killed(serve);
     let mut first = String::new();
-    BufReader::new(serve.stdout.take().unwrap())
+    BufReader::new(serve.0.stdout.take().unwrap())
         .read_line(&mut first)
         .unwrap();
     assert!(first.starts_with("slate serve: parent"), "{first}");
@@ -1003,7 +1003,16 @@ fn steer_followup_revive_take_uuid_gen_and_a_timed_out_wait_exits_1() {
     let v = stdout_json(&out);
     assert_eq!(out.status.code(), Some(1), "{v}");
 
-    let _ = serve.kill();
-    let _ = serve.wait();
+    drop(serve);
     let _ = std::fs::remove_dir_all(&base);
+}
+
+/// A child process killed and reaped when dropped, also when a test panics.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
