@@ -341,12 +341,11 @@ pub enum Command {
         #[command(flatten)]
         select: Select,
     },
-    /// Steer a running generation: `slate steer UUID@GEN TEXT`.
+    /// Steer a running generation: `slate steer UUID@GEN TEXT` (or `UUID GEN TEXT`).
     Steer {
-        /// The exact generation, `UUID@GEN` (never a prefix).
-        target: String,
-        /// The steering text, delivered while it runs.
-        text: String,
+        /// `UUID@GEN TEXT` or `UUID GEN TEXT`: the exact generation, then the text delivered to its model.
+        #[arg(num_args = 2..=3, required = true, value_name = "TARGET… TEXT")]
+        words: Vec<String>,
         #[command(flatten)]
         select: Select,
     },
@@ -431,21 +430,21 @@ pub enum Command {
         #[command(flatten)]
         select: Select,
     },
-    /// A new generation for an idle identity: `slate followup UUID@GEN TEXT`.
+    /// A new generation for an idle identity: `slate followup UUID@GEN TEXT` (or `UUID GEN
+    /// TEXT`).
     Followup {
-        /// The exact generation, `UUID@GEN` (never a prefix).
-        target: String,
-        /// The next assignment (a new generation of the same identity).
-        text: String,
+        /// `UUID@GEN TEXT` or `UUID GEN TEXT`: the exact generation, then the new generation's assignment.
+        #[arg(num_args = 2..=3, required = true, value_name = "TARGET… TEXT")]
+        words: Vec<String>,
         #[command(flatten)]
         select: Select,
     },
-    /// A new generation for a parked identity: `slate revive UUID@GEN TEXT`.
+    /// A new generation for a parked identity: `slate revive UUID@GEN TEXT` (or `UUID GEN
+    /// TEXT`).
     Revive {
-        /// The exact generation, `UUID@GEN` (never a prefix).
-        target: String,
-        /// The assignment of the new generation.
-        text: String,
+        /// `UUID@GEN TEXT` or `UUID GEN TEXT`: the exact generation, then the new generation's assignment.
+        #[arg(num_args = 2..=3, required = true, value_name = "TARGET… TEXT")]
+        words: Vec<String>,
         #[command(flatten)]
         select: Select,
     },

@@ -31,6 +31,19 @@ impl SafeText {
         Self(clean(raw, true))
     }
 
+    /// One line shown to be read exactly (an error naming a path): nothing is removed;
+    /// every control, bidi control and character of unreliable width is written as a
+    /// visible escape (`\x1b`, `\u{9d}`, `\n`, `\t`), so the reader sees which bytes the
+    /// text holds and none of them acts on the terminal.
+    pub fn escaped_line(raw: &str) -> Self {
+        Self(escape_visibly(raw, false))
+    }
+
+    /// [`SafeText::escaped_line`] that keeps `\n` as a line break.
+    pub fn escaped_lines(raw: &str) -> Self {
+        Self(escape_visibly(raw, true))
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -79,6 +92,40 @@ fn drop_zero_width_graphemes(text: String) -> String {
         return text;
     }
     text.graphemes(true).filter(|g| !lone(g)).collect()
+}
+
+/// The text of [`SafeText::escaped_line`] / [`SafeText::escaped_lines`].
+fn escape_visibly(raw: &str, keep_newlines: bool) -> String {
+    use std::fmt::Write as _;
+    use unicode_segmentation::UnicodeSegmentation;
+    if printable_ascii(raw) {
+        return raw.to_owned();
+    }
+    let mut out = String::with_capacity(raw.len() + 16);
+    // A grapheme of width 0 on its own (a combining mark at the start of a line) would
+    // land on the cell before it: it is escaped too.
+    let mut line_start = true;
+    for grapheme in raw.graphemes(true) {
+        let lone =
+            grapheme != "\n" && line_start && unicode_width::UnicodeWidthStr::width(grapheme) == 0;
+        for c in grapheme.chars() {
+            match c {
+                '\n' if keep_newlines => out.push('\n'),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                c if c.is_ascii_control() => {
+                    let _ = write!(out, "\\x{:02x}", u32::from(c));
+                }
+                c if lone || c.is_control() || is_bidi_control(c) || is_unreliable_width(c) => {
+                    let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+                }
+                c => out.push(c),
+            }
+        }
+        line_start = grapheme == "\n" && keep_newlines;
+    }
+    out
 }
 
 /// Where an escape sequence ends. Returns how many chars (after the introducer) to skip.
@@ -475,6 +522,29 @@ mod tests {
                 proptest::prop_assert_eq!(out, format!("{x:.4}"));
             }
         }
+    }
+
+    #[test]
+    fn escaped_text_keeps_every_character_and_shows_controls_visibly() {
+        let raw = "/tmp/x \u{9d}0;t \u{1b}]52;c;QUJD\u{7}\t\u{7f}\u{202e}txt\u{200b}\r";
+        let shown = SafeText::escaped_line(raw).into_string();
+        assert_eq!(
+            shown,
+            r"/tmp/x \u{9d}0;t \x1b]52;c;QUJD\x07\t\x7f\u{202e}txt\u{200b}\r"
+        );
+        assert!(!shown.chars().any(char::is_control), "{shown:?}");
+        // A combining mark with nothing to combine with is escaped too; one on a base stays.
+        assert_eq!(
+            SafeText::escaped_line("\u{301}e\u{301}").as_str(),
+            "\\u{301}e\u{301}"
+        );
+        // Lines keep their breaks (and a mark after one is lone again), a line does not.
+        assert_eq!(
+            SafeText::escaped_lines("a\n\u{301}b").as_str(),
+            "a\n\\u{301}b"
+        );
+        assert_eq!(SafeText::escaped_line("a\nb").as_str(), "a\\nb");
+        assert_eq!(SafeText::escaped_line("plain").as_str(), "plain");
     }
 
     #[test]

@@ -13,8 +13,19 @@ use crate::control::methods::{
     DelegateParams, DelegateResult, MessageParams, MessageRef, NoParams, RenewParams, ResumeParams,
     SteerParams, Target, TargetParams, TranscriptParams, WaitParams, method,
 };
-use crate::core::{MessageMode, Reply, Status};
+use crate::core::{MessageMode, Reply, Status, WaitResult};
 use crate::text::SafeText;
+
+/// `UUID@GEN TEXT` or `UUID GEN TEXT` (clap gives two or three words): the target's words
+/// and the text.
+fn target_and_text(mut words: Vec<String>) -> Result<(Vec<String>, String), Error> {
+    match words.pop() {
+        Some(text) if !words.is_empty() => Ok((words, text)),
+        _ => Err(Error::Usage(
+            "give the generation and the text: `UUID@GEN TEXT` or `UUID GEN TEXT`".to_owned(),
+        )),
+    }
+}
 
 fn parse_target(words: &[String]) -> Result<Target, Error> {
     target(words).map(Target).map_err(Error::Usage)
@@ -120,14 +131,13 @@ pub fn run(printer: &Printer, command: Command) -> Result<ExitCode, Error> {
                 },
             ))
         }
-        Command::Steer {
-            target,
-            text,
-            select,
-        } => targeted::<method::Steer>(printer, &[target], select.parent, |target| SteerParams {
-            target,
-            text,
-        }),
+        Command::Steer { words, select } => {
+            let (target, text) = target_and_text(words)?;
+            targeted::<method::Steer>(printer, &target, select.parent, |target| SteerParams {
+                target,
+                text,
+            })
+        }
         Command::Message {
             mut words,
             mode,
@@ -185,26 +195,22 @@ pub fn run(printer: &Printer, command: Command) -> Result<ExitCode, Error> {
                 assignment: text,
             })
         }
-        Command::Followup {
-            target,
-            text,
-            select,
-        } => {
-            targeted::<method::Followup>(printer, &[target], select.parent, |target| RenewParams {
+        Command::Followup { words, select } => {
+            let (target, text) = target_and_text(words)?;
+            targeted::<method::Followup>(printer, &target, select.parent, |target| RenewParams {
                 target,
                 assignment: text,
                 result_schema: None,
             })
         }
-        Command::Revive {
-            target,
-            text,
-            select,
-        } => targeted::<method::Revive>(printer, &[target], select.parent, |target| RenewParams {
-            target,
-            assignment: text,
-            result_schema: None,
-        }),
+        Command::Revive { words, select } => {
+            let (target, text) = target_and_text(words)?;
+            targeted::<method::Revive>(printer, &target, select.parent, |target| RenewParams {
+                target,
+                assignment: text,
+                result_schema: None,
+            })
+        }
         Command::Wait {
             target,
             message,
@@ -235,12 +241,22 @@ pub fn run(printer: &Printer, command: Command) -> Result<ExitCode, Error> {
                 target,
                 message_id,
             };
-            block_on(simple::<method::Wait>(
-                printer,
-                select.parent,
-                params,
-                snapshot_reply,
-            ))
+            // A wait that timed out prints its answer and exits 1 (docs/cli.md).
+            block_on(async {
+                let client = crate::cli::fleet::connect(select.parent).await?;
+                let reply = client.request::<method::Wait>(&params).await?;
+                if printer.json() {
+                    printer.value(&reply)?;
+                } else {
+                    printer.out(&snapshot_reply(&reply))?;
+                }
+                Ok(match reply {
+                    Reply::Wait {
+                        result: WaitResult::Timeout,
+                    } => ExitCode::Refused,
+                    _ => ExitCode::Ok,
+                })
+            })
         }
         Command::Delegate {
             assignment,

@@ -107,20 +107,22 @@ impl Error {
         }
     }
 
-    /// The text shown after `error: ` on stderr (cleaned: it may quote untrusted input).
+    /// The text shown after `error: ` on stderr. It may quote untrusted input (a path, an
+    /// assignment), shown exactly: every control and bidi character escaped visibly
+    /// ([`SafeText::escaped_line`]), nothing removed.
     fn text(&self) -> String {
         match self {
             Self::Problems {
                 headline, problems, ..
             } => {
                 let count = match problems.len() {
-                    0 => return SafeText::line(headline).into_string(),
+                    0 => return SafeText::escaped_line(headline).into_string(),
                     1 => "1 problem".to_owned(),
                     n => format!("{n} problems"),
                 };
-                let mut text = format!("{} ({count}):", SafeText::line(headline));
+                let mut text = format!("{} ({count}):", SafeText::escaped_line(headline));
                 for p in problems {
-                    let _ = write!(text, "\n  - {}", SafeText::line(&p.to_string()));
+                    let _ = write!(text, "\n  - {}", SafeText::escaped_line(&p.to_string()));
                 }
                 text
             }
@@ -128,18 +130,40 @@ impl Error {
                 Some(remote) => {
                     let mut text = format!(
                         "refused [{}]: {}",
-                        SafeText::line(&remote.code),
-                        SafeText::lines(&remote.message)
+                        SafeText::escaped_line(&remote.code),
+                        SafeText::escaped_lines(&remote.message)
                     );
                     if let Some(data) = &remote.data {
-                        let _ = write!(text, "\n{}", SafeText::lines(&data.to_string()));
+                        data_text(data, &mut text);
                     }
                     text
                 }
-                None => SafeText::line(&error.to_string()).into_string(),
+                None => SafeText::escaped_line(&error.to_string()).into_string(),
             },
-            other => SafeText::lines(&other.to_string()).into_string(),
+            other => SafeText::escaped_lines(&other.to_string()).into_string(),
         }
+    }
+}
+
+/// A refusal's `data` as text, after its message: each member of an object on its own line,
+/// `  key: value` (a string as it reads, unquoted; anything else as compact JSON), escaped
+/// like the message. An array `data` is the list of problems an `invalid-request` message
+/// already spells out one per line: it is not repeated.
+fn data_text(data: &Value, text: &mut String) {
+    let Value::Object(members) = data else {
+        return;
+    };
+    for (key, value) in members {
+        let value = match value {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let _ = write!(
+            text,
+            "\n  {}: {}",
+            SafeText::escaped_line(key),
+            SafeText::escaped_line(&value)
+        );
     }
 }
 

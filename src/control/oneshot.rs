@@ -61,8 +61,17 @@ pub fn call_raw<M: Method>(
         .set_write_timeout(Some(timeout))
         .and_then(|()| stream.set_read_timeout(Some(timeout)))
         .map_err(ClientError::Io)?;
-    stream.write_all(&lines).map_err(|e| io_error(e, timeout))?;
+    let written = stream.write_all(&lines);
     let mut reader = io::BufReader::with_capacity(READ_CHUNK, stream);
+    if let Err(error) = written {
+        // A server over its connection limit writes one `busy` line and closes, possibly
+        // before our lines went out (then the write fails with a broken pipe): its reason,
+        // still readable, beats the write's error.
+        return Err(match refusal_after_close(&mut reader, timeout) {
+            Some(reason) => ClientError::Remote(reason),
+            None => io_error(error, timeout),
+        });
+    }
     let mut hello_answered = false;
     // An error the server sent without an id (`busy`): the reason if the connection ends.
     let mut connection_error = None;
@@ -73,7 +82,13 @@ pub fn call_raw<M: Method>(
         } else {
             READ_CHUNK
         };
-        let Some(line) = next_line(&mut reader, timeout, room)? else {
+        // A server that refused the connection (`busy`) closes it with our lines unread,
+        // which the kernel reports as a reset after its line: the refusal is the answer.
+        let line = match next_line(&mut reader, timeout, room) {
+            Ok(line) => line,
+            Err(error) => return Err(connection_error.map_or(error, ClientError::Remote)),
+        };
+        let Some(line) = line else {
             return Err(connection_error.map_or(ClientError::Closed, ClientError::Remote));
         };
         let Some(ServerLine::Response { id, answer }) = ServerLine::read(&line) else {
@@ -121,6 +136,24 @@ pub fn call<M: Method>(
     timeout: Duration,
 ) -> Result<M::Result, ClientError> {
     call_raw::<M>(stream, params, timeout)?.decode::<M::Result>(M::NAME)
+}
+
+/// The first error without an id the server sent before it closed (`busy`), if any: what
+/// is left to read once writing to the connection failed.
+fn refusal_after_close(
+    reader: &mut io::BufReader<UnixStream>,
+    timeout: Duration,
+) -> Option<ControlError> {
+    while let Ok(Some(line)) = next_line(reader, timeout, READ_CHUNK) {
+        if let Some(ServerLine::Response {
+            id: None,
+            answer: Err(error),
+        }) = ServerLine::read(&line)
+        {
+            return Some(error);
+        }
+    }
+    None
 }
 
 fn io_error(error: io::Error, timeout: Duration) -> ClientError {

@@ -376,14 +376,23 @@ enum Step {
     Reaped,
 }
 
-/// Over the connection limit: one `busy` error line, then close. Bounded in time so a peer
-/// that does not read cannot hold this task.
+/// Over the connection limit: one `busy` error line, then close. What the peer had already
+/// sent is read and dropped until it closes too: a socket closed with unread input resets
+/// the peer's connection, and a client could then see the reset instead of the line.
+/// Bounded in time so a peer that does not read, or never stops writing, cannot hold this
+/// task.
 async fn refuse_busy(stream: UnixStream, limit: usize) {
-    let mut writer = LineWriter::new(stream);
+    let (mut read, write) = stream.into_split();
+    let mut writer = LineWriter::new(write);
     let response = Response::error(None, ControlError::busy(limit));
     let _ = tokio::time::timeout(Duration::from_secs(1), async {
         let _ = writer.send(&response).await;
         let _ = writer.shutdown().await;
+        let mut sink = [0_u8; 4096];
+        while matches!(
+            tokio::io::AsyncReadExt::read(&mut read, &mut sink).await,
+            Ok(n) if n > 0
+        ) {}
     })
     .await;
 }

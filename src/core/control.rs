@@ -8,7 +8,7 @@ use crate::core::ids::{ChildRef, Party, RequestId};
 use crate::core::input::TimerKey;
 use crate::core::lifecycle::{CancelCause, Presence, Status};
 use crate::core::refusal::Refusal;
-use crate::core::registry::Generation;
+use crate::core::registry::{Generation, Intent};
 use crate::core::snapshot::Window;
 use crate::core::task::{Renewal, TaskSpec, is_nonblank};
 
@@ -66,6 +66,12 @@ impl Coordinator {
     /// The caller of foreground admission `request` cancelled its call: mark every member
     /// whose window has not drained (and its subtree) before any dequeue, then let them drain.
     /// Members that drained keep their outcome; the one window outcome still follows.
+    ///
+    /// A pause is never read as a cancellation: a delegating child that pauses (its own
+    /// deadline, or an ancestor's) has its worker aborted, which ends the connection of its
+    /// nested call too. Its subtree was already marked to pause (`pause_subtree` marks every
+    /// member before aborting any), so a call whose initiator is pausing or paused, and a
+    /// member that is itself pausing, are left to drain into `paused`, resumable.
     pub(crate) fn cancel_call(&mut self, request: RequestId) {
         let Some(call) = self
             .calls
@@ -74,11 +80,19 @@ impl Coordinator {
         else {
             return;
         };
+        let pausing = |r: ChildRef| {
+            self.reg.generation(r).is_some_and(|g| {
+                matches!(g.intent, Some(Intent::Pause(_))) || g.snap.status == Status::Paused
+            })
+        };
+        if call.initiator.child().is_some_and(pausing) {
+            return;
+        }
         let open: Vec<ChildRef> = call
             .items
             .iter()
             .zip(&call.drained)
-            .filter(|(_, drained)| drained.is_none())
+            .filter(|&(&item, drained)| drained.is_none() && !pausing(item))
             .map(|(&item, _)| item)
             .collect();
         for item in open {

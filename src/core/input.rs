@@ -66,7 +66,9 @@ pub enum Input {
     /// `delegate_task` was aborted; its connection closed while it waited). Every unsettled
     /// member of that call's window, and its subtree, is marked cancelled before any dequeue,
     /// then drains; members already drained keep their outcome. Internal authority: no actor
-    /// check. An unknown or already delivered call changes nothing.
+    /// check. An unknown or already delivered call changes nothing, and neither does the end
+    /// of a call whose caller is pausing or paused (the pause aborted it: its subtree pauses
+    /// with `ancestor deadline`, resumable), nor does it cancel a member already pausing.
     CancelCall { request: RequestId },
     Park {
         request: RequestId,

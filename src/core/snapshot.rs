@@ -61,9 +61,24 @@ pub struct StructuredOutcome {
     pub validation: Validation,
     pub attempts: u32,
     pub errors: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The accepted value, `null` included: a submitted `null` is `"value": null` wherever
+    /// the outcome is written or read back. Absent while no value was accepted.
+    #[serde(
+        default,
+        deserialize_with = "present_value",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub value: Option<serde_json::Value>,
     pub finalized: bool,
+}
+
+/// A member that is present is `Some`, whatever its JSON value, `null` included (serde's
+/// own `Option<Value>` reads `null` as absent); an absent member is `None` by `default`.
+fn present_value<'de, D>(deserializer: D) -> Result<Option<serde_json::Value>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    serde_json::Value::deserialize(deserializer).map(Some)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

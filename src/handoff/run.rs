@@ -72,17 +72,33 @@ pub enum HandoffError {
         attempt_id: String,
         source: SessionError,
     },
+    /// The successor was written, but the attempt could not be marked consumed in the
+    /// original session: it still reads as pending, so a retry there would write a second
+    /// successor. The successor is the one to continue.
+    #[error(
+        "the successor {} was written, but marking attempt {attempt_id} consumed failed: \
+         {source}; the purpose still reads as pending, so `slate handoff` of this session \
+         would write another successor — continue in the successor (`pi --session {}`)",
+        successor.display(),
+        successor.display()
+    )]
+    Consume {
+        attempt_id: String,
+        successor: PathBuf,
+        source: SessionError,
+    },
 }
 
 impl HandoffError {
     /// Exit 1 (refused or failed) rather than 2 (usage or configuration).
     pub fn is_refusal(&self) -> bool {
         match self {
-            Self::Refused { .. } | Self::Transfer { .. } => true,
+            Self::Refused { .. } | Self::Transfer { .. } | Self::Consume { .. } => true,
             Self::Invalid { .. } => false,
             Self::Session(e) => matches!(
                 e,
                 SessionError::Live { .. }
+                    | SessionError::Busy { .. }
                     | SessionError::Write { .. }
                     | SessionError::Changed { .. }
             ),
@@ -92,13 +108,14 @@ impl HandoffError {
     pub fn problems(&self) -> &[Problem] {
         match self {
             Self::Invalid { problems, .. } | Self::Refused { problems, .. } => problems,
-            Self::Session(_) | Self::Transfer { .. } => &[],
+            Self::Session(_) | Self::Transfer { .. } | Self::Consume { .. } => &[],
         }
     }
 }
 
-/// Find and read the session; refuse one a live pi may write.
-pub fn open_session(ctx: &Context<'_>) -> Result<Session, HandoffError> {
+/// Find, lock and read the session; refuse one a live pi may write, or another Slate
+/// process is handing off or resuming (the lock is held until the returned guard drops).
+pub fn open_session(ctx: &Context<'_>) -> Result<(Session, session::SessionLock), HandoffError> {
     let path = match &ctx.session {
         Some(p) if p.is_absolute() => p.clone(),
         Some(p) => ctx.cwd.join(p),
@@ -109,6 +126,7 @@ pub fn open_session(ctx: &Context<'_>) -> Result<Session, HandoffError> {
             session::most_recent_session(&dir, &ctx.cwd, false)?
         }
     };
+    let lock = session::lock(&path)?;
     let s = session::read(&path)?;
     s.check_appendable()?;
     let cwd = s.header.cwd.as_deref().map(Path::new);
@@ -120,7 +138,7 @@ pub fn open_session(ctx: &Context<'_>) -> Result<Session, HandoffError> {
         }
         .into());
     }
-    Ok(s)
+    Ok((s, lock))
 }
 
 fn invalid_records(problems: Vec<Problem>) -> HandoffError {
@@ -181,7 +199,7 @@ pub fn handoff(
     focus: Option<&str>,
     fleet: Fleet,
 ) -> Result<HandoffReport, HandoffError> {
-    let mut current = open_session(ctx)?;
+    let (mut current, _lock) = open_session(ctx)?;
     let view = rules::view(&current).map_err(invalid_records)?;
     let mut warnings = Vec::new();
     let template = template(ctx, &mut warnings)?;
@@ -227,16 +245,16 @@ pub fn handoff(
         source,
     })?;
     // 3. Success consumes the purpose.
-    if let Err(e) = append_entries(
+    append_entries(
         &mut current,
         &[NewEntry::custom(PURPOSE_TYPE, data(&plan.consumed))],
         ctx.now_ms,
-    ) {
-        warnings.push(format!(
-            "the successor was written, but consuming the purpose failed ({e}); a retry would \
-             write another successor"
-        ));
-    }
+    )
+    .map_err(|source| HandoffError::Consume {
+        attempt_id: plan.attempt.attempt_id.clone(),
+        successor: successor.path.clone(),
+        source,
+    })?;
     // 4. The successor adopts its entry.
     let (adoption, claimed_kickoff) = adopt_successor(ctx, &plan.record, &mut successor);
     // 5. The successor is what `pi --continue` takes, paused or not: the writes above share a
@@ -464,7 +482,7 @@ pub fn resume(
     model: Option<String>,
     effort: Option<String>,
 ) -> Result<ResumeReport, HandoffError> {
-    let mut s = open_session(ctx)?;
+    let (mut s, _lock) = open_session(ctx)?;
     let view = rules::view(&s).map_err(invalid_records)?;
     let needs_trust = view
         .kickoff()

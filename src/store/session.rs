@@ -80,8 +80,45 @@ pub enum SessionError {
         pid: u32,
         why: String,
     },
+    /// Another `slate handoff` or `slate resume` holds the session's lock ([`lock`]).
+    #[error(
+        "session file {} is being handed off or resumed by another slate process; nothing \
+         was written — run the command again once that one has finished",
+        path.display()
+    )]
+    Busy { path: PathBuf },
     #[error("{0}")]
     Store(#[from] crate::store::StoreError),
+}
+
+/// An exclusive advisory lock (`flock`) on a session file, held by one `slate handoff` or
+/// `slate resume` from before it reads the session until its last write: a handoff is
+/// several writes (attempt, successor, consumed purpose), and a second one reading in
+/// between would take the pending attempt for a failed one and write another successor.
+/// Released when dropped (or when the process ends). pi takes no lock, so this orders Slate's
+/// own writers only; a live pi is refused by the [`live`] probe instead.
+#[derive(Debug)]
+pub struct SessionLock(
+    #[allow(dead_code, reason = "held for its drop")] nix::fcntl::Flock<fs::File>,
+);
+
+/// Take [`SessionLock`] on `path` without waiting: a held lock is [`SessionError::Busy`].
+pub fn lock(path: &Path) -> Result<SessionLock, SessionError> {
+    use nix::fcntl::{Flock, FlockArg};
+    let file = fs::File::open(path).map_err(|source| SessionError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+        Ok(locked) => Ok(SessionLock(locked)),
+        Err((_, nix::errno::Errno::EWOULDBLOCK)) => Err(SessionError::Busy {
+            path: path.to_owned(),
+        }),
+        Err((_, errno)) => Err(SessionError::Read {
+            path: path.to_owned(),
+            source: io::Error::from(errno),
+        }),
+    }
 }
 
 /// The header line.
