@@ -8,8 +8,9 @@
  *   shown once and then answers every tool call with the reason.
  * - `session_shutdown` (quit, reload, new, resume, fork): deliver nothing more, `shutdown` the
  *   coordinator (it drains and stops its workers), close its stdin, wait for it to exit.
- * - The root tools (`delegate_task`, `delegate_coordinate`, `subagent`), the parent mutation
- *   reservation, and the slash commands.
+ * - The root tools, as the coordinator lists them (`delegate_task`, `delegate_coordinate`,
+ *   `subagent`; tools.ts), registered once it has started and before the first run (the
+ *   doctrine hook awaits the start), the parent mutation reservation, and the slash commands.
  *
  * The extension keeps no state that matters: every decision is the coordinator's.
  */
@@ -18,14 +19,12 @@ import { dirname } from "node:path";
 
 import { cliRunner, type RunCli } from "./cli.ts";
 import { registerCommands } from "./commands.ts";
-import type { Send } from "./delivery.ts";
 import { registerHandoff } from "./handoff.ts";
 import { registerDoctrine, reportHostExtensions } from "./host_extensions.ts";
 import type { InstallationResult } from "./install.ts";
 import { registerReservation } from "./reservation.ts";
-import { registerRootTools } from "./root_tools.ts";
 import { Runtime } from "./runtime.ts";
-import { registerSubagent } from "./subagent.ts";
+import { registerTools, type Send } from "./tools.ts";
 import { FleetWidget } from "./widget.ts";
 
 export interface MainSessionOptions {
@@ -88,11 +87,18 @@ export function mainSession(pi: ExtensionAPI, options: MainSessionOptions): void
 			hostVersion: options.hostVersion,
 			cwd: ctx.cwd,
 			client: options.client,
-			send,
 			...(extension === undefined ? {} : { extension }),
 		})
 			.then(async (rt) => {
 				doctrine = await reportHostExtensions(pi, rt.client);
+				registerTools(pi, rt.tools, async () => {
+					const current = await runtime();
+					return {
+						endpoint: current.endpoint,
+						send,
+						track: (connection) => current.track(connection),
+					};
+				});
 				return rt;
 			})
 			.then(
@@ -137,8 +143,6 @@ export function mainSession(pi: ExtensionAPI, options: MainSessionOptions): void
 		await started;
 		return doctrine;
 	});
-	registerRootTools(pi, runtime);
-	registerSubagent(pi, runtime);
 
 	const session = async () => {
 		const s = await started;

@@ -25,8 +25,10 @@ pub mod session_routing;
 pub mod summary;
 pub mod summary_cache;
 pub mod table;
+pub mod typescript;
 
 pub use client::{Client, ClientError, Subscription};
+pub use connection::Notices;
 pub use discovery::{DiscoveryError, Endpoint, Located, Metadata, RuntimeDir, Selector};
 pub use methods::{Method, Notification, PROTOCOL_VERSION, Request};
 pub use protocol::ControlError;

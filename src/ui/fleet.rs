@@ -35,7 +35,7 @@ use crate::core::{ChildRef, ChildSnapshot, Millis, Status};
 
 pub use fit::{fit_spans, line_width, wrap};
 pub use plain::{buffer_rows, plain_lines};
-pub use row::{elapsed, finished_line, stats};
+pub use row::{elapsed, finished_line, glyph, stats};
 
 /// The widget's copy of the registry's current generations.
 #[derive(Clone, Debug, Default)]

@@ -13,7 +13,7 @@ pub fn elapsed(s: &ChildSnapshot, now: Millis) -> String {
     crate::text::elapsed_text(s.ended_at.unwrap_or(now).saturating_sub(s.created_at))
 }
 
-fn glyph(status: Status) -> &'static str {
+pub fn glyph(status: Status) -> &'static str {
     match status {
         Status::Queued => "⋯",
         Status::Setup => "◌",

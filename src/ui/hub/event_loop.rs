@@ -179,7 +179,9 @@ async fn forward(mut subscription: Subscription, tx: UnboundedSender<Msg>) {
                 }));
                 return;
             }
-            Notification::Event(ControlEvent::Outcome { .. }) => continue,
+            Notification::Event(ControlEvent::Outcome { .. })
+            | Notification::ToolUpdate(_)
+            | Notification::ToolOutcome(_) => continue,
         };
         if tx.send(msg).is_err() {
             return;
