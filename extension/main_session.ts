@@ -24,7 +24,7 @@ import { registerDoctrine, reportHostExtensions } from "./host_extensions.ts";
 import type { InstallationResult } from "./install.ts";
 import { registerReservation } from "./reservation.ts";
 import { Runtime } from "./runtime.ts";
-import { registerTools, type Send } from "./tools.ts";
+import { registerOutcomeRenderer, registerTools, type Send } from "./tools.ts";
 import { FleetWidget } from "./widget.ts";
 
 export interface MainSessionOptions {
@@ -139,6 +139,7 @@ export function mainSession(pi: ExtensionAPI, options: MainSessionOptions): void
 		const s = await started;
 		return s.ok ? { ok: true, client: s.runtime.client } : { ok: false, reason: s.reason };
 	});
+	registerOutcomeRenderer(pi);
 	registerDoctrine(pi, async () => {
 		await started;
 		return doctrine;

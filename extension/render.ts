@@ -23,18 +23,17 @@ export type ToolDetails = {
 } & Record<string, unknown>;
 
 /** Rows of background calls that changed after their answer, by pi's tool call id. */
-const live = new Map<string, { rows: ToolRow[]; settled: boolean; invalidate?: () => void }>();
+const live = new Map<string, { rows: ToolRow[]; settled: boolean }>();
+/** How to ask pi to draw a tool row again, by tool call id (from its latest render). */
+const redraw = new Map<string, () => void>();
 
 /** Newer rows for call `toolCallId` (a background call's updates and its outcome). */
 export function updateLive(toolCallId: string, rows: ToolRow[], settled: boolean): void {
-	const entry = live.get(toolCallId);
-	live.set(toolCallId, { rows, settled, ...(entry?.invalidate === undefined ? {} : { invalidate: entry.invalidate }) });
-	entry?.invalidate?.();
-}
-
-/** Forget a call's live rows (the session ended). */
-export function clearLive(): void {
-	live.clear();
+	live.set(toolCallId, { rows, settled });
+	redraw.get(toolCallId)?.();
+	if (settled) {
+		redraw.delete(toolCallId);
+	}
 }
 
 /** Lines fitted to the width pi gives, never wrapped. */
@@ -162,8 +161,8 @@ export function renderResult(
 		.trimEnd();
 	const details = result.details;
 	const later = live.get(context.toolCallId);
-	if (later !== undefined) {
-		later.invalidate = context.invalidate;
+	if (details?.kind === "answer" && details.call !== undefined && later?.settled !== true) {
+		redraw.set(context.toolCallId, context.invalidate);
 	}
 	const rows = later?.rows ?? details?.rows;
 	const lines: string[] = [];
@@ -190,4 +189,25 @@ export function renderResult(
 	}
 	component.set(lines);
 	return component;
+}
+
+/** A background call's outcome message: its settled rows and artifacts; the text on expand. */
+export function renderOutcome(
+	message: { content: unknown; details?: unknown },
+	expanded: boolean,
+	theme: Theme,
+	expandHint: string,
+): Component {
+	const details = (message.details ?? {}) as ToolDetails;
+	const text = typeof message.content === "string" ? message.content : "";
+	const lines = [theme.fg("toolTitle", theme.bold(`Slate · call ${details.call ?? "?"} drained`))];
+	for (const row of details.rows ?? []) {
+		lines.push(...rowLines(row, theme, true));
+	}
+	if (expanded) {
+		lines.push("", ...textLines(text, true, 0, theme));
+	} else {
+		lines.push(theme.fg("dim", expandHint));
+	}
+	return new Lines(lines);
 }

@@ -20,7 +20,7 @@ import type { AgentToolResult, ExtensionAPI } from "@earendil-works/pi-coding-ag
 
 import { Connection, type Endpoint } from "./control.ts";
 import type { Notification, ToolAnswer, ToolOutcome, ToolSpec, ToolUpdate } from "./protocol.ts";
-import { renderCall, renderResult, type ToolDetails, updateLive } from "./render.ts";
+import { renderCall, renderOutcome, renderResult, type ToolDetails, updateLive } from "./render.ts";
 
 export const OUTCOME_MESSAGE_TYPE = "slate-window-outcome";
 
@@ -120,6 +120,13 @@ export async function callTool(
 		deliver();
 	}
 	return result(answer.text, { kind: "answer", ...(answer.details as object) } as ToolDetails, answer.isError);
+}
+
+/** Show a background call's outcome message as its settled rows (the text on expand). */
+export function registerOutcomeRenderer(pi: ExtensionAPI): void {
+	pi.registerMessageRenderer(OUTCOME_MESSAGE_TYPE, (message, options, theme) =>
+		renderOutcome(message, options.expanded, theme, options.keyHint("app.tools.expand", "for the full outcome")),
+	);
 }
 
 /** Register each of `tools` with pi, forwarding its calls through `transport()`. */

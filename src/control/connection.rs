@@ -55,7 +55,11 @@ pub struct Notices {
 
 impl std::fmt::Debug for Notices {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.outbox.is_some() { "Notices(connection)" } else { "Notices(none)" })
+        f.write_str(if self.outbox.is_some() {
+            "Notices(connection)"
+        } else {
+            "Notices(none)"
+        })
     }
 }
 

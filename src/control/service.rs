@@ -14,14 +14,13 @@ use crate::config::live::{LivePolicy, PolicyUnavailable};
 use crate::config::{Loaded, ProfilesView};
 use crate::control::methods::{
     DelegateOutcome, DelegateParams, DelegateResult, Event, FleetStats, FleetStatus, GuardParams,
-    GuardResult, HostExtensionsParams, HostExtensionsResult, ParentToolEndResult,
-    NoParams, ParentToolStartResult, ProfilesResult, RenewParams, Request, ShutdownResult, StatusParams,
+    GuardResult, HostExtensionsParams, HostExtensionsResult, NoParams, ParentToolEndResult,
+    ParentToolStartResult, ProfilesResult, RenewParams, Request, ShutdownResult, StatusParams,
     StatusResult, SubmitParams, SubmitResult, Target, TranscriptResult,
 };
 use crate::control::protocol::{ControlError, Payload};
 use crate::control::server::{BoxFuture, Handler, Session};
 use crate::control::session_routing::SessionRouting;
-use crate::tools::Backend as _;
 use crate::control::summary_cache::{Summary, SummaryCache};
 use crate::core::{
     ChildRef, GuardKind, Input, MessageMode, Party, Refusal, Renewal, Reply, RequestId,
@@ -36,6 +35,7 @@ use crate::policy::schema::{validate_schema, validate_value};
 use crate::policy::version::{VersionError, check_host_version};
 use crate::runtime::{RuntimeEvent, RuntimeHandle, WhenAbandoned};
 use crate::store::fs::RealFs;
+use crate::tools::Backend as _;
 
 /// What a child generation may ask (the contract's child-local `delegate_task` and
 /// `delegate_coordinate` actions, and its extension's request/tool guard and

@@ -24,17 +24,29 @@ pub fn declarations(schema: &Value) -> String {
     out.push_str("/** Every method: its params and result. */\nexport interface GenMethods {\n");
     if let Some(Value::Object(methods)) = schema.get("x-methods") {
         for (name, m) in methods {
-            let params = m.get("params").map_or_else(|| "unknown".to_owned(), |p| ty(p, "\t\t"));
-            let result = m.get("result").map_or_else(|| "unknown".to_owned(), |r| ty(r, "\t\t"));
+            let params = m
+                .get("params")
+                .map_or_else(|| "unknown".to_owned(), |p| ty(p, "\t\t"));
+            let result = m
+                .get("result")
+                .map_or_else(|| "unknown".to_owned(), |r| ty(r, "\t\t"));
             let _ = writeln!(out, "\t{name}: {{ params: {params}; result: {result} }};");
         }
     }
     out.push_str("}\n\n");
     if let Some(n) = schema.get("x-notification") {
-        let _ = writeln!(out, "/** A server → client line without an id. */\nexport type GenNotification = {};\n", ty(n, ""));
+        let _ = writeln!(
+            out,
+            "/** A server → client line without an id. */\nexport type GenNotification = {};\n",
+            ty(n, "")
+        );
     }
     if let Some(e) = schema.get("x-error") {
-        let _ = writeln!(out, "/** An error answer. */\nexport type GenError = {};", ty(e, ""));
+        let _ = writeln!(
+            out,
+            "/** An error answer. */\nexport type GenError = {};",
+            ty(e, "")
+        );
     }
     out
 }
@@ -165,10 +177,16 @@ fn object(obj: &Map<String, Value>, indent: &str) -> String {
         _ => Some("unknown".to_owned()),
     };
     let Some(Value::Object(props)) = obj.get("properties") else {
-        return format!("Record<string, {}>", extra.unwrap_or_else(|| "never".to_owned()));
+        return format!(
+            "Record<string, {}>",
+            extra.unwrap_or_else(|| "never".to_owned())
+        );
     };
     if props.is_empty() {
-        return format!("Record<string, {}>", extra.unwrap_or_else(|| "never".to_owned()));
+        return format!(
+            "Record<string, {}>",
+            extra.unwrap_or_else(|| "never".to_owned())
+        );
     }
     let required: Vec<&str> = obj
         .get("required")

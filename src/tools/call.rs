@@ -87,7 +87,13 @@ pub async fn serve_call(
         backend.cwd(),
     ));
     let answer = call(backend, &params, &watch).await;
-    if !matches!(&answer, Ok(ToolAnswer { pending: Some(_), .. })) {
+    if !matches!(
+        &answer,
+        Ok(ToolAnswer {
+            pending: Some(_),
+            ..
+        })
+    ) {
         follower.abort();
     }
     answer
@@ -289,7 +295,11 @@ impl Cx<'_> {
     /// An admission: the few lines, the snapshots in `details`, and the window pending.
     fn admitted(&self, call: u64, children: &[ChildSnapshot], compat: bool) -> ToolAnswer {
         let rows = self.rows(children);
-        let wake = if compat { text::FOLLOW_UP } else { text::NOTIFY };
+        let wake = if compat {
+            text::FOLLOW_UP
+        } else {
+            text::NOTIFY
+        };
         let shown: Vec<Value> = children
             .iter()
             .map(|c| if compat { compat_child(c) } else { to_value(c) })

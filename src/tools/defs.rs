@@ -154,11 +154,7 @@ fn schema_of<T: JsonSchema>() -> Value {
 /// The tools `caller` has, in a fixed order.
 pub fn tools_for(caller: &Caller) -> Vec<ToolSpec> {
     match caller {
-        Caller::Root => vec![
-            delegate_task(true),
-            delegate_coordinate(true),
-            subagent(),
-        ],
+        Caller::Root => vec![delegate_task(true), delegate_coordinate(true), subagent()],
         Caller::Child(grants) => {
             let mut tools = Vec::new();
             if grants.submit {

@@ -52,7 +52,10 @@ pub fn row(child: &ChildSnapshot, cwd: &Path, now: Millis) -> ToolRow {
         handle: r.handle(),
         role: child.profile.as_str().to_owned(),
         status: child.status.as_str().to_owned(),
-        elapsed_ms: child.ended_at.unwrap_or(now).saturating_sub(child.created_at),
+        elapsed_ms: child
+            .ended_at
+            .unwrap_or(now)
+            .saturating_sub(child.created_at),
         tokens: child.telemetry.tokens.map(|t| t.total),
         cost: child.telemetry.cost,
         activity: child
@@ -132,7 +135,8 @@ pub fn accepted(call: u64, rows: &[ToolRow], wake: &str) -> String {
 
 /// What follows an accepted background call, per tool.
 pub const NOTIFY: &str = "One message with the outcomes follows when they drain (it does not start a turn); delegate_coordinate wait or status reads them meanwhile.";
-pub const FOLLOW_UP: &str = "One message with the outcomes wakes you when they finish: do not poll.";
+pub const FOLLOW_UP: &str =
+    "One message with the outcomes wakes you when they finish: do not poll.";
 
 /// A drained background window, for the model: what it was, then the preview.
 pub fn outcome(call: u64, preview: &str) -> String {
