@@ -10,7 +10,7 @@
  * arrives.
  */
 import type { Theme, ToolRenderResultOptions } from "@earendil-works/pi-coding-agent";
-import { type Component, truncateToWidth } from "@earendil-works/pi-tui";
+import type { Component } from "@earendil-works/pi-tui";
 
 import type { ToolRow, ToolSpec } from "./protocol.ts";
 
@@ -35,6 +35,23 @@ export function updateLive(toolCallId: string, rows: ToolRow[], settled: boolean
 		redraw.delete(toolCallId);
 	}
 }
+
+/**
+ * pi's own width fitting (`truncateToWidth`: ANSI, wide characters), loaded from pi's copy of
+ * pi-tui when this runs inside pi. Outside pi (the extension's node tests, where pi's packages
+ * are not resolvable) a plain cut by code points stands in; escapes then count as columns, so
+ * it cuts early and never too late for the ASCII those tests draw.
+ */
+let truncateToWidth = (line: string, width: number): string => {
+	const chars = [...line];
+	return chars.length <= width ? line : `${chars.slice(0, Math.max(0, width - 1)).join("")}…`;
+};
+import("@earendil-works/pi-tui").then(
+	(tui) => {
+		truncateToWidth = (line, width) => tui.truncateToWidth(line, width);
+	},
+	() => {},
+);
 
 /** Lines fitted to the width pi gives, never wrapped. */
 class Lines implements Component {

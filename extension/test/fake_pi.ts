@@ -16,7 +16,7 @@ export interface RegisteredTool {
 		toolCallId: string,
 		params: unknown,
 		signal: AbortSignal | undefined,
-		onUpdate: undefined,
+		onUpdate: ((partial: unknown) => void) | undefined,
 		ctx: unknown,
 	): Promise<{ content: { type: string; text: string }[]; details: unknown; isError?: boolean }>;
 }
@@ -49,6 +49,7 @@ export class FakePi {
 			registerCommand: (name: string, command: RegisteredCommand) => {
 				this.commands.set(name, command);
 			},
+			registerMessageRenderer: () => {},
 			sendMessage: (message: Sent["message"], options: unknown) => {
 				this.sent.push({ message, options });
 			},
