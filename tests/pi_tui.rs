@@ -17,3 +17,5 @@ mod pi_tmux;
 
 #[path = "pi_tui/startup.rs"]
 mod startup;
+#[path = "pi_tui/tools.rs"]
+mod tools;

@@ -9,6 +9,8 @@
 //! strict and non-coercing, so the host must have nothing to coerce by: the input reaches
 //! [`super::call`] exactly as the model wrote it, and Slate's own parsers name each problem.
 
+use std::sync::OnceLock;
+
 use schemars::JsonSchema;
 use serde_json::{Map, Value, json};
 
@@ -151,8 +153,33 @@ fn schema_of<T: JsonSchema>() -> Value {
     generator().root_schema_for::<T>().to_value()
 }
 
-/// The tools `caller` has, in a fixed order.
-pub fn tools_for(caller: &Caller) -> Vec<ToolSpec> {
+/// The tools `caller` has, in a fixed order; generated once per kind of caller.
+pub fn tools_for(caller: &Caller) -> &'static [ToolSpec] {
+    static ROOT: OnceLock<Vec<ToolSpec>> = OnceLock::new();
+    static CHILD: OnceLock<Vec<Vec<ToolSpec>>> = OnceLock::new();
+    match caller {
+        Caller::Root => ROOT.get_or_init(|| generate(caller)),
+        Caller::Child(g) => {
+            let all = CHILD.get_or_init(|| {
+                (0..8_u8)
+                    .map(|bits| {
+                        generate(&Caller::Child(super::Grants {
+                            submit: bits & 1 != 0,
+                            delegate: bits & 2 != 0,
+                            coordinate: bits & 4 != 0,
+                        }))
+                    })
+                    .collect()
+            });
+            let bits = usize::from(g.submit)
+                | usize::from(g.delegate) << 1
+                | usize::from(g.coordinate) << 2;
+            &all[bits]
+        }
+    }
+}
+
+fn generate(caller: &Caller) -> Vec<ToolSpec> {
     match caller {
         Caller::Root => vec![delegate_task(true), delegate_coordinate(true), subagent()],
         Caller::Child(grants) => {
