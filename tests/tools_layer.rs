@@ -74,7 +74,7 @@ struct Fixture {
     capabilities: Capabilities,
 }
 
-async fn start(name: &str) -> Fixture {
+fn start(name: &str) -> Fixture {
     let base = std::env::temp_dir().join(format!("slate-tools-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&base);
     for dir in ["work", "agent"] {
@@ -207,7 +207,7 @@ impl Fixture {
 
 #[tokio::test]
 async fn each_caller_lists_its_own_tools_with_untyped_parameters() {
-    let f = start("list").await;
+    let f = start("list");
     let operator = f.operator().await;
     let root = call(&operator, "tools", json!({})).await.unwrap();
     assert_eq!(
@@ -257,7 +257,7 @@ async fn each_caller_lists_its_own_tools_with_untyped_parameters() {
 
 #[tokio::test]
 async fn input_is_read_strictly_and_an_unknown_tool_is_named() {
-    let f = start("strict").await;
+    let f = start("strict");
     let operator = f.operator().await;
     // `"42"` is not 42: refused naming the field, as an error answer the model reads.
     let answer = tool(
@@ -314,7 +314,7 @@ async fn input_is_read_strictly_and_an_unknown_tool_is_named() {
 
 #[tokio::test]
 async fn a_foreground_call_streams_rows_and_answers_the_preview() {
-    let f = start("foreground").await;
+    let f = start("foreground");
     let operator = f.operator().await;
     let mut notes = operator.notifications().unwrap();
     let answer = tool(
@@ -347,7 +347,7 @@ async fn a_foreground_call_streams_rows_and_answers_the_preview() {
 
 #[tokio::test]
 async fn a_background_outcome_goes_to_the_calling_connection_only() {
-    let f = start("background").await;
+    let f = start("background");
     let caller = f.operator().await;
     let other = f.operator().await;
     let mut caller_notes = caller.notifications().unwrap();

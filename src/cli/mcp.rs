@@ -386,11 +386,11 @@ impl Slate {
                 drop(client);
             });
         }
-        let content = vec![ContentBlock::text(answer.text)];
+        let blocks = vec![ContentBlock::text(answer.text)];
         let mut result = if answer.is_error {
-            CallToolResult::error(content)
+            CallToolResult::error(blocks)
         } else {
-            CallToolResult::success(content)
+            CallToolResult::success(blocks)
         };
         // MCP structured content is an object; a lone non-object is wrapped.
         result.structured_content = Some(match answer.details {

@@ -256,6 +256,10 @@ struct Connection {
     draining: bool,
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "the connection's one loop and its setup"
+)]
 pub(super) async fn run(
     stream: UnixStream,
     session: Session,
@@ -272,12 +276,7 @@ pub(super) async fn run(
         Lane::Regular => (shared.config.max_in_flight, None),
         Lane::Reserved => (1, Some(shared.config.reserved_idle)),
     };
-    let session = Session {
-        notices: Notices {
-            outbox: Some((outbox.clone(), shared.config.max_server_line)),
-        },
-        ..session
-    };
+    let session = with_notices(session, &outbox, &shared);
     let mut conn = Connection {
         peer: place_peer(&session, &shared),
         draining: *stop_signal.borrow(),
@@ -373,6 +372,16 @@ pub(super) async fn run(
             .is_err()
     {
         writer.abort();
+    }
+}
+
+/// `session`, its requests' notices going to `outbox`.
+fn with_notices(session: Session, outbox: &Outbox, shared: &Shared) -> Session {
+    Session {
+        notices: Notices {
+            outbox: Some((outbox.clone(), shared.config.max_server_line)),
+        },
+        ..session
     }
 }
 

@@ -169,7 +169,7 @@ impl Service {
             Request::Tools(NoParams {}) => {
                 let caller = ToolBackend::new(self, session).caller().await?;
                 raw(&crate::tools::ToolsResult {
-                    tools: crate::tools::tools_for(&caller).to_vec(),
+                    tools: crate::tools::tools_for(caller).to_vec(),
                 })
             }
             Request::CallTool(p) => {

@@ -98,7 +98,6 @@ fn union(parts: Vec<String>) -> String {
 /// The type of one schema; `indent` is the current line's indentation.
 fn ty(schema: &Value, indent: &str) -> String {
     let obj = match schema {
-        Value::Bool(true) => return "unknown".to_owned(),
         Value::Bool(false) => return "never".to_owned(),
         Value::Object(obj) => obj,
         _ => return "unknown".to_owned(),

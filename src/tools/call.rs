@@ -44,11 +44,14 @@ pub trait Backend: Send + Sync {
 /// Where a call's admission goes, once: to the task that follows its window.
 #[derive(Default)]
 pub struct Watch {
-    admitted: Mutex<Option<oneshot::Sender<(u64, Vec<ChildSnapshot>)>>>,
+    admitted: Mutex<Option<oneshot::Sender<Admission>>>,
 }
 
+/// A window's call number and its admitted children.
+type Admission = (u64, Vec<ChildSnapshot>);
+
 impl Watch {
-    fn new(tx: oneshot::Sender<(u64, Vec<ChildSnapshot>)>) -> Self {
+    fn new(tx: oneshot::Sender<Admission>) -> Self {
         Self {
             admitted: Mutex::new(Some(tx)),
         }
@@ -102,7 +105,7 @@ pub async fn serve_call(
 /// Sends `toolUpdate`s for the admitted window's children, and `toolOutcome` when it drains
 /// (only a background window's drain is an event), until the connection closes.
 async fn follow(
-    admitted: oneshot::Receiver<(u64, Vec<ChildSnapshot>)>,
+    admitted: oneshot::Receiver<Admission>,
     mut events: broadcast::Receiver<Event>,
     notices: Notices,
     call_id: Option<String>,
@@ -177,7 +180,7 @@ pub async fn call(
     watch: &Watch,
 ) -> Result<ToolAnswer, ControlError> {
     let caller = backend.caller().await?;
-    let tools = tools_for(&caller);
+    let tools = tools_for(caller);
     let tool = params.tool.as_str();
     if !tools.iter().any(|t| t.name == tool) {
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
@@ -234,9 +237,15 @@ fn kind(value: &Value) -> &'static str {
 
 /// A refused call, as the model reads it.
 fn failure(error: ControlError) -> ToolAnswer {
+    let text = SafeText::lines(&error.message).into_string();
+    let mut details = Map::new();
+    details.insert(
+        "error".to_owned(),
+        serde_json::to_value(error).unwrap_or(Value::Null),
+    );
     ToolAnswer {
-        text: SafeText::lines(&error.message).into_string(),
-        details: json!({"error": error}),
+        text,
+        details: Value::Object(details),
         is_error: true,
         pending: None,
     }
@@ -436,7 +445,7 @@ impl Cx<'_> {
         if p.target.is_some() {
             let result: StatusResult = self.request(Request::Status(p)).await?;
             let StatusResult::Generation(view) = &result else {
-                return Ok(self.reply_json(&result));
+                return Ok(Self::reply_json(&result));
             };
             let row = text::row(&view.snapshot, &self.cwd, crate::runtime::now_ms());
             let preview = crate::policy::preview::preview(std::slice::from_ref(&view.snapshot));
@@ -471,7 +480,7 @@ impl Cx<'_> {
         })
     }
 
-    fn reply_json<T: serde::Serialize>(&self, value: &T) -> ToolAnswer {
+    fn reply_json<T: serde::Serialize>(value: &T) -> ToolAnswer {
         ToolAnswer {
             text: pretty(value),
             details: to_value(value),
@@ -524,7 +533,7 @@ impl Cx<'_> {
                 return Ok(self.reply(&reply, true));
             }
         };
-        Ok(self.reply_json(&reply))
+        Ok(Self::reply_json(&reply))
     }
 
     /// `subagent resume`: continue the generation by its presence (paused → `resume`, idle →

@@ -9,6 +9,11 @@
 //! strict and non-coercing, so the host must have nothing to coerce by: the input reaches
 //! [`super::call`] exactly as the model wrote it, and Slate's own parsers name each problem.
 
+#![allow(
+    clippy::doc_markdown,
+    reason = "the input structs' doc comments are the descriptions the model reads"
+)]
+
 use std::sync::OnceLock;
 
 use schemars::JsonSchema;
@@ -154,7 +159,7 @@ fn schema_of<T: JsonSchema>() -> Value {
 }
 
 /// The tools `caller` has, in a fixed order; generated once per kind of caller.
-pub fn tools_for(caller: &Caller) -> &'static [ToolSpec] {
+pub fn tools_for(caller: Caller) -> &'static [ToolSpec] {
     static ROOT: OnceLock<Vec<ToolSpec>> = OnceLock::new();
     static CHILD: OnceLock<Vec<Vec<ToolSpec>>> = OnceLock::new();
     match caller {
@@ -163,7 +168,7 @@ pub fn tools_for(caller: &Caller) -> &'static [ToolSpec] {
             let all = CHILD.get_or_init(|| {
                 (0..8_u8)
                     .map(|bits| {
-                        generate(&Caller::Child(super::Grants {
+                        generate(Caller::Child(super::Grants {
                             submit: bits & 1 != 0,
                             delegate: bits & 2 != 0,
                             coordinate: bits & 4 != 0,
@@ -179,7 +184,7 @@ pub fn tools_for(caller: &Caller) -> &'static [ToolSpec] {
     }
 }
 
-fn generate(caller: &Caller) -> Vec<ToolSpec> {
+fn generate(caller: Caller) -> Vec<ToolSpec> {
     match caller {
         Caller::Root => vec![delegate_task(true), delegate_coordinate(true), subagent()],
         Caller::Child(grants) => {
@@ -217,7 +222,7 @@ fn spec(
 }
 
 fn delegate_task(root: bool) -> ToolSpec {
-    let mut parameters = loosen(schema_of::<DelegateTaskInput>(), &[]);
+    let mut parameters = loosen(&schema_of::<DelegateTaskInput>(), &[]);
     if root {
         spec(
             DELEGATE_TASK,
@@ -263,12 +268,12 @@ fn subagent() -> ToolSpec {
             "subagent launches are async by default: do not poll with subagent status; the outcomes arrive as one message when the work is done.",
             "subagent ids are exact 'UUID@generation' handles: copy them from the launch result; never shorten them.",
         ],
-        loosen(schema_of::<SubagentInput>(), &[]),
+        loosen(&schema_of::<SubagentInput>(), &[]),
     )
 }
 
 fn submit_result() -> ToolSpec {
-    let mut parameters = loosen(schema_of::<SubmitInput>(), &["value"]);
+    let mut parameters = loosen(&schema_of::<SubmitInput>(), &["value"]);
     if let Value::Object(map) = &mut parameters {
         map.insert("additionalProperties".to_owned(), Value::Bool(false));
     }
@@ -397,7 +402,7 @@ fn coordinate_schema<'a>(actions: &[&'a str], action_description: &str) -> Value
         properties.insert(name, prop);
     }
     loosen(
-        json!({"type": "object", "properties": properties}),
+        &json!({"type": "object", "properties": properties}),
         &["action"],
     )
 }
@@ -427,7 +432,7 @@ fn non_null(mut prop: Value) -> Value {
 /// The host's form of a typed object schema: each top-level property becomes `{description}`
 /// alone, its type, enum and bounds written at the end of the description (`"… (integer, 1
 /// to 60000)"`), so a coercing host has nothing to coerce by; `required` is kept as given.
-pub fn loosen(schema: Value, required: &[&str]) -> Value {
+pub fn loosen(schema: &Value, required: &[&str]) -> Value {
     let mut properties = Map::new();
     if let Some(Value::Object(props)) = schema.get("properties") {
         for (name, prop) in props {
