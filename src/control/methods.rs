@@ -450,8 +450,11 @@ pub struct MessageParams {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WaitParams {
-    /// How long to wait, in milliseconds.
-    #[schemars(range(min = crate::core::bounds::WAIT_MIN_MS, max = crate::core::bounds::WAIT_MAX_MS))]
+    /// How long to wait, in milliseconds (the bounds are the core's to refuse, in its words).
+    #[schemars(extend(
+        "x-minimum" = crate::core::bounds::WAIT_MIN_MS,
+        "x-maximum" = crate::core::bounds::WAIT_MAX_MS
+    ))]
     pub timeout_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<Target>,
