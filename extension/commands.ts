@@ -160,6 +160,7 @@ export function targetCompletions(typed: string, targets: TargetRow[]): Completi
 		return null;
 	}
 	const items = targets
+		.map((t) => ({ ...t, target: identity(t.target) }))
 		.filter((t) => t.target.startsWith(word) || t.handle.startsWith(word))
 		.map((t) => ({
 			value: `${t.target} `,
@@ -167,6 +168,14 @@ export function targetCompletions(typed: string, targets: TargetRow[]): Completi
 			description: t.headline,
 		}));
 	return items.length > 0 ? items : null;
+}
+
+/**
+ * A target as `UUID@generation`: Slate writes that string; the schema also admits the object
+ * form it accepts as input.
+ */
+function identity(target: TargetRow["target"]): string {
+	return typeof target === "string" ? target : `${target.id}@${target.generation}`;
 }
 
 /** `getArgumentCompletions` for a command that takes a target first. */

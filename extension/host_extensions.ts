@@ -47,7 +47,7 @@ export function hostUnits(tools: readonly ToolProvenance[]): HostUnit[] {
 export async function reportHostExtensions(pi: ExtensionAPI, client: ControlClient): Promise<string | null> {
 	try {
 		const units = hostUnits(pi.getAllTools() as ToolProvenance[]);
-		return (await client.call("hostExtensions", { units })).doctrine;
+		return (await client.call("hostExtensions", { units })).doctrine ?? null;
 	} catch {
 		// Refused (already resolved by an earlier instance of this session) or gone: workers
 		// load what the coordinator decided, and the prompt names nothing it cannot vouch for.

@@ -24,10 +24,9 @@ export const EXTENSION_VERSION = "0.1.0";
 
 const CLIENT = `slate-pi-extension ${EXTENSION_VERSION}`;
 
-export default function slate(pi: ExtensionAPI): void {
+export default function slate(pi: ExtensionAPI): void | Promise<void> {
 	if (identity !== null) {
-		worker(pi, identity, CLIENT);
-		return;
+		return worker(pi, identity, CLIENT);
 	}
 	mainSession(pi, {
 		installation: findInstallation(process.env, extensionDir()),

@@ -8,8 +8,9 @@
  *   shown once and then answers every tool call with the reason.
  * - `session_shutdown` (quit, reload, new, resume, fork): deliver nothing more, `shutdown` the
  *   coordinator (it drains and stops its workers), close its stdin, wait for it to exit.
- * - The root tools (`delegate_task`, `delegate_coordinate`, `subagent`), the parent mutation
- *   reservation, and the slash commands.
+ * - The root tools, as the coordinator lists them (`delegate_task`, `delegate_coordinate`,
+ *   `subagent`; tools.ts), registered once it has started and before the first run (the
+ *   doctrine hook awaits the start), the parent mutation reservation, and the slash commands.
  *
  * The extension keeps no state that matters: every decision is the coordinator's.
  */
@@ -18,15 +19,13 @@ import { dirname } from "node:path";
 
 import { cliRunner, type RunCli } from "./cli.ts";
 import { registerCommands } from "./commands.ts";
-import type { Send } from "./delivery.ts";
 import { registerHandoff, registerHandoffMessages } from "./handoff.ts";
 import type { OpenHub } from "./hub_overlay.ts";
 import { registerDoctrine, reportHostExtensions } from "./host_extensions.ts";
 import type { InstallationResult } from "./install.ts";
 import { registerReservation } from "./reservation.ts";
-import { registerRootTools } from "./root_tools.ts";
 import { Runtime } from "./runtime.ts";
-import { registerSubagent } from "./subagent.ts";
+import { registerOutcomeRenderer, registerTools, type Send } from "./tools.ts";
 import { FleetWidget, type Truncate } from "./widget.ts";
 
 export interface MainSessionOptions {
@@ -100,11 +99,18 @@ export function mainSession(pi: ExtensionAPI, options: MainSessionOptions): void
 			hostVersion: options.hostVersion,
 			cwd: ctx.cwd,
 			client: options.client,
-			send,
 			...(extension === undefined ? {} : { extension }),
 		})
 			.then(async (rt) => {
 				doctrine = await reportHostExtensions(pi, rt.client);
+				registerTools(pi, rt.tools, async () => {
+					const current = await runtime();
+					return {
+						endpoint: current.endpoint,
+						send,
+						track: (connection) => current.track(connection),
+					};
+				});
 				return rt;
 			})
 			.then(
@@ -151,13 +157,12 @@ export function mainSession(pi: ExtensionAPI, options: MainSessionOptions): void
 		const s = await started;
 		return s.ok ? { ok: true, client: s.runtime.client } : { ok: false, reason: s.reason };
 	});
+	registerOutcomeRenderer(pi);
 	registerDoctrine(pi, async () => {
 		await started;
 		return doctrine;
 	});
 	registerHandoffMessages(pi);
-	registerRootTools(pi, runtime);
-	registerSubagent(pi, runtime);
 
 	const session = async () => {
 		const s = await started;

@@ -10,6 +10,8 @@
  * them through as the model wrote them and never reshapes them.
  */
 
+import type { GenMethods, GenNotification } from "./protocol.gen.ts";
+
 /** The protocol version the extension speaks. */
 export const PROTOCOL_VERSION = 2;
 
@@ -50,7 +52,7 @@ export type GuardParams =
 	| { kind: "compaction" }
 	| { kind: "tool"; tool: string; callId: string };
 
-export type GuardResult = { allow: true } | { allow: false; reason: string };
+export type GuardResult = GenMethods["guard"]["result"];
 
 /** `value` is any JSON value, exactly as the model wrote it. */
 export interface SubmitParams {
@@ -66,67 +68,12 @@ export interface SubmitResult {
 	message: string;
 }
 
-/** A registry snapshot (`ChildSnapshot`); the extension reads none of its fields. */
-export type ChildSnapshot = { id: string; generation: number } & Record<string, unknown>;
+/** A server → client line without an id: `event`/`lagged` (subscribed connections), and a
+ * `callTool`'s `toolUpdate`/`toolOutcome` (on the connection that made the call). */
+export type Notification = GenNotification;
 
-export interface WindowOutcome {
-	call: number;
-	request: number;
-	initiator: string;
-	delivery: unknown;
-	/** Ordered as admitted. */
-	outcomes: ChildSnapshot[];
-}
+export type { ToolAnswer, ToolOutcome, ToolRow, ToolSpec, ToolUpdate } from "./protocol.gen.ts";
 
-/** `Reply`, tagged by `kind` (only the kinds a worker's methods answer are spelled out). */
-export type Reply =
-	| { kind: "admitted"; call: number; children: ChildSnapshot[] }
-	| { kind: "message"; message: Record<string, unknown> }
-	| { kind: "inbox"; messages: Record<string, unknown>[] }
-	| { kind: "wait"; result: { kind: string } & Record<string, unknown> }
-	| ({ kind: "snapshot" | "stopped" | "status" | "ok" } & Record<string, unknown>);
-
-/** `parentToolStart`: the main session's tool call `callId` of `tool` is about to run. */
-export interface ParentToolStartParams {
-	callId: string;
-	tool: string;
-}
-
-/** The outcome event of a background (or silent) window, with its model-facing preview. */
-export interface OutcomeEvent {
-	kind: "outcome";
-	outcome: WindowOutcome;
-	preview: string;
-}
-
-/** `event` notifications, tagged by `kind` (the extension reads only `outcome`). */
-export type Event =
-	| OutcomeEvent
-	| { kind: "registry"; event: unknown }
-	| { kind: "lagged"; missed: number }
-	| { kind: "shutdownComplete" };
-
-/** A server → client line without an id (`subscribe`d connections only). */
-export type Notification =
-	| { method: "event"; params: Event }
-	| { method: "lagged"; params: { missed: number } };
-
-/** A foreground `delegate`: the admission, the drained window and its model-facing preview. */
-export interface DelegateOutcome {
-	admitted: Reply;
-	outcome: WindowOutcome;
-	preview: string;
-}
-
-export interface DelegateParams {
-	/** The native `delegate_task` input, untouched. */
-	request: unknown;
-}
-
-/** The params of a `delegate_coordinate` action other than `action`, untouched. */
-export type PassThrough = Record<string, unknown>;
-
-/** Every method the extension calls: name → params and result. */
 /** One extension load unit the host session loaded, from pi's tool provenance. */
 export interface HostUnit {
 	source: string;
@@ -139,52 +86,57 @@ export interface HostExtensionsParams {
 }
 
 /** What every worker loads too (`workerExtensions`), what is withheld and why, the doctrine. */
-export interface HostExtensionsResult {
-	selected: { source: string; path: string; tools: string[] }[];
-	withheld: { source: string; path: string; reason: string }[];
-	doctrine: string | null;
-}
+export type HostExtensionsResult = GenMethods["hostExtensions"]["result"];
 
+/** `parentToolStart`: the main session's tool call `callId` of `tool` is about to run. */
+export type ParentToolStartParams = GenMethods["parentToolStart"]["params"];
+
+/**
+ * Every method the extension calls: name → params and result. The tool layer's methods are
+ * taken from the declarations generated from Slate's schema (`protocol.gen.ts`), so a shape the
+ * extension reads differently from what Slate writes fails `tsc`.
+ */
 export interface Methods {
 	hello: { params: HelloParams; result: HelloResult };
 	guard: { params: GuardParams; result: GuardResult };
 	submit: { params: SubmitParams; result: SubmitResult };
-	delegate: { params: DelegateParams; result: Reply | DelegateOutcome };
-	message: { params: PassThrough; result: Reply };
-	inbox: { params: PassThrough; result: Reply };
-	wait: { params: PassThrough; result: Reply };
-	// Root-only: a worker's connection is refused with the contract's wording. They are named so
-	// that `delegate_coordinate` forwards the model's call and the model reads Slate's refusal.
-	status: { params: PassThrough; result: unknown };
-	stop: { params: PassThrough; result: unknown };
-	park: { params: PassThrough; result: unknown };
-	resume: { params: PassThrough; result: unknown };
-	followup: { params: PassThrough; result: unknown };
-	revive: { params: PassThrough; result: unknown };
-	// The operator's (the main session's) own.
-	steer: { params: PassThrough; result: unknown };
-	agents: { params: Record<string, never>; result: unknown };
 	subscribe: { params: Record<string, never>; result: { subscribed: boolean } };
 	shutdown: { params: Record<string, never>; result: { shuttingDown: boolean } };
 	parentToolStart: { params: ParentToolStartParams; result: { reserved: boolean } };
 	parentToolEnd: { params: { callId: string }; result: { released: boolean } };
 	hostExtensions: { params: HostExtensionsParams; result: HostExtensionsResult };
-	targets: { params: Record<string, never>; result: TargetsResult };
-	outcomeDelivered: { params: { call: number }; result: { generations: number } };
+	targets: GenMethods["targets"];
+	outcomeDelivered: GenMethods["outcomeDelivered"];
+	tools: GenMethods["tools"];
+	callTool: GenMethods["callTool"];
 }
 
 /** `targets`: one current generation, for completion (`handle` is for reading only). */
-export interface TargetRow {
-	target: string;
-	handle: string;
-	role: string;
-	status: string;
-	headline: string;
-}
+export type { TargetRow } from "./protocol.gen.ts";
 
-export interface TargetsResult {
-	targets: TargetRow[];
-}
+/**
+ * Each hand-written entry must agree with Slate's schema (a mismatch fails `tsc`): what Slate
+ * answers must be readable as the result type the extension reads, and what the extension sends
+ * must be params Slate accepts.
+ */
+type Agrees<M extends keyof Methods & keyof GenMethods> = [GenMethods[M]["result"]] extends [Methods[M]["result"]]
+	? [Methods[M]["params"]] extends [GenMethods[M]["params"]]
+		? true
+		: false
+	: false;
+const agreed: {
+	[M in "guard" | "submit" | "subscribe" | "shutdown" | "parentToolStart" | "parentToolEnd" | "hello" | "hostExtensions"]: Agrees<M>;
+} = {
+	guard: true,
+	submit: true,
+	subscribe: true,
+	shutdown: true,
+	parentToolStart: true,
+	parentToolEnd: true,
+	hello: true,
+	hostExtensions: true,
+};
+void agreed;
 
 export type Method = keyof Methods;
 export type Params<M extends Method> = Methods[M]["params"];
@@ -195,18 +147,6 @@ export const METHODS = [
 	"hello",
 	"guard",
 	"submit",
-	"delegate",
-	"message",
-	"inbox",
-	"wait",
-	"status",
-	"stop",
-	"park",
-	"resume",
-	"followup",
-	"revive",
-	"steer",
-	"agents",
 	"subscribe",
 	"shutdown",
 	"parentToolStart",
@@ -214,4 +154,6 @@ export const METHODS = [
 	"hostExtensions",
 	"targets",
 	"outcomeDelivered",
+	"tools",
+	"callTool",
 ] as const satisfies readonly Method[];

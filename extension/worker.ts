@@ -6,33 +6,37 @@
  * <granted Slate tools> ...` with the generation's capability on descriptor 3 and the control
  * socket in `SLATE_SOCKET` (identity.ts). The extension then
  * - asks Slate before every model request, compaction and tool execution (guards.ts), and
- * - provides Slate's model tools: submit_result, delegate_task, delegate_coordinate.
+ * - provides the Slate model tools this generation was granted (submit_result, delegate_task,
+ *   delegate_coordinate), as the coordinator's tool layer lists them for it (tools.ts).
  *
- * The tools are always registered: `--tools` is the ceiling, and Slate names only the ones this
- * generation was granted, so the others are neither declared to the model nor callable.
+ * The factory is asynchronous: pi awaits it, so the tools are registered before the first
+ * prompt. A coordinator that cannot be asked fails the worker at startup.
  */
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 
-import { ControlClient } from "./control.ts";
-import { registerDelegateCoordinate } from "./delegate_coordinate.ts";
-import { registerDelegateTask } from "./delegate_task.ts";
+import { ControlClient, type Endpoint } from "./control.ts";
 import { registerGuards } from "./guards.ts";
 import type { IdentityResult } from "./identity.ts";
-import { registerSubmitResult } from "./submit_result.ts";
+import { registerTools } from "./tools.ts";
 
-export function worker(pi: ExtensionAPI, identity: IdentityResult, client: string): void {
+export async function worker(pi: ExtensionAPI, identity: IdentityResult, client: string): Promise<void> {
 	if (!identity.ok) {
 		// Fail closed at startup: pi exits 1 with this on stderr (a worker setup failure).
 		throw new Error(`Slate worker extension: ${identity.reason}`);
 	}
-	const control = new ControlClient({
+	const endpoint: Endpoint = {
 		socket: identity.identity.socket,
 		capability: identity.identity.capability,
 		client,
-	});
+	};
+	const control = new ControlClient(endpoint);
 	registerGuards(pi, control);
-	registerSubmitResult(pi, control);
-	registerDelegateTask(pi, control);
-	registerDelegateCoordinate(pi, control);
 	pi.on("session_shutdown", () => control.close());
+	let tools;
+	try {
+		tools = (await control.call("tools", {})).tools;
+	} catch (error) {
+		throw new Error(`Slate worker extension: cannot read this generation's tools: ${(error as Error).message}`);
+	}
+	registerTools(pi, tools, async () => ({ endpoint }));
 }

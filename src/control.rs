@@ -26,8 +26,10 @@ pub mod summary;
 pub mod summary_cache;
 pub mod table;
 pub mod targets;
+pub mod typescript;
 
 pub use client::{Client, ClientError, Subscription};
+pub use connection::Notices;
 pub use discovery::{DiscoveryError, Endpoint, Located, Metadata, RuntimeDir, Selector};
 pub use methods::{Method, Notification, PROTOCOL_VERSION, Request};
 pub use protocol::ControlError;

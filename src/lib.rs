@@ -16,5 +16,6 @@ pub mod runtime;
 pub mod sim;
 pub mod store;
 pub mod text;
+pub mod tools;
 pub mod ui;
 pub mod worker;

@@ -21,5 +21,7 @@ mod handoff;
 mod hub;
 #[path = "pi_tui/startup.rs"]
 mod startup;
+#[path = "pi_tui/tools.rs"]
+mod tools;
 #[path = "pi_tui/widget.rs"]
 mod widget;

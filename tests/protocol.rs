@@ -341,7 +341,7 @@ fn parent_tool_params_and_hello_client_are_strict() {
 fn every_method_of_the_table_parses_its_own_empty_or_minimal_params() {
     // The table and `Request::method` agree, in order.
     let names: Vec<&str> = METHODS.to_vec();
-    assert_eq!(names.len(), 26);
+    assert_eq!(names.len(), 28);
     assert!(names.contains(&method::Status::NAME) && names.contains(&method::Hello::NAME));
     for name in names {
         let schema = &protocol_schema()["x-methods"][name];
@@ -359,8 +359,11 @@ fn the_checked_in_schema_matches_the_types() {
         "{}\n",
         serde_json::to_string_pretty(&protocol_schema()).unwrap()
     );
+    let ts_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("extension/protocol.gen.ts");
+    let ts = slate::control::typescript::declarations(&protocol_schema());
     if std::env::var_os("SLATE_BLESS").is_some() {
         std::fs::write(&path, &generated).unwrap();
+        std::fs::write(&ts_path, &ts).unwrap();
         return;
     }
     let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
@@ -369,6 +372,13 @@ fn the_checked_in_schema_matches_the_types() {
         "{} differs from the schema generated from src/control/methods.rs; \
          regenerate it with SLATE_BLESS=1 cargo test --test protocol",
         path.display()
+    );
+    let checked_in = std::fs::read_to_string(&ts_path).unwrap_or_default();
+    assert!(
+        checked_in == ts,
+        "{} differs from the declarations generated from the schema; \
+         regenerate it with SLATE_BLESS=1 cargo test --test protocol",
+        ts_path.display()
     );
 }
 

@@ -68,7 +68,7 @@ test("an error answer is a ControlError with the coordinator's code, message (ve
 	const message = "stop: root-only action; child 0b6a…@1 cannot call it";
 	handler = () => ({ error: { code: "root-only", message, data: { method: "stop" } } });
 	const client = new ControlClient(endpoint(fake.path));
-	await assert.rejects(client.call("stop", { target: "x@1" }), (error: unknown) => {
+	await assert.rejects(client.call("callTool", { tool: "delegate_coordinate", input: { action: "stop", target: "x@1" } }), (error: unknown) => {
 		assert.ok(error instanceof ControlError);
 		assert.equal(error.code, "root-only");
 		assert.equal(error.message, message);
@@ -167,7 +167,7 @@ test("callOnce uses its own connection and closes it after the answer", async ()
 	handler = () => ({ result: { kind: "inbox", messages: [] } });
 	const client = new ControlClient(endpoint(fake.path));
 	const before = fake.connectionCount;
-	assert.deepEqual(await client.callOnce("wait", { timeoutMs: 10 }), { kind: "inbox", messages: [] });
+	assert.deepEqual(await client.callOnce("tools", {}), { kind: "inbox", messages: [] });
 	assert.equal(fake.connectionCount, before + 1);
 	await fake.until(() => fake.closed.includes(before + 1));
 	client.close();
@@ -177,12 +177,12 @@ test("aborting a long call destroys its socket at once and rejects with AbortErr
 	handler = () => "hold";
 	const client = new ControlClient(endpoint(fake.path));
 	const abort = new AbortController();
-	const call = client.callOnce("delegate", { request: { assignment: "x" } }, abort.signal);
-	await fake.until(() => fake.received.at(-1)?.method === "delegate");
+	const call = client.callOnce("callTool", { tool: "delegate_task", input: { assignment: "x" } }, abort.signal);
+	await fake.until(() => fake.received.at(-1)?.method === "callTool");
 	const connection = fake.received.at(-1)?.connection ?? -1;
 	assert.ok(!fake.closed.includes(connection));
 	abort.abort();
-	await assert.rejects(call, { name: "AbortError", message: "delegate: cancelled (the tool call was aborted)" });
+	await assert.rejects(call, { name: "AbortError", message: "callTool: cancelled (the tool call was aborted)" });
 	await fake.until(() => fake.closed.includes(connection));
 	client.close();
 });
@@ -190,7 +190,7 @@ test("aborting a long call destroys its socket at once and rejects with AbortErr
 test("an already aborted signal sends nothing", async () => {
 	const client = new ControlClient(endpoint(fake.path));
 	const before = fake.connectionCount;
-	await assert.rejects(client.callOnce("wait", { timeoutMs: 10 }, AbortSignal.abort()), { name: "AbortError" });
+	await assert.rejects(client.callOnce("tools", {}, AbortSignal.abort()), { name: "AbortError" });
 	assert.equal(fake.connectionCount, before);
 });
 

@@ -16,7 +16,7 @@ export interface RegisteredTool {
 		toolCallId: string,
 		params: unknown,
 		signal: AbortSignal | undefined,
-		onUpdate: undefined,
+		onUpdate: ((partial: unknown) => void) | undefined,
 		ctx: unknown,
 	): Promise<{ content: { type: string; text: string }[]; details: unknown; isError?: boolean }>;
 }

@@ -77,20 +77,34 @@ function serve(): void {
 					case "parentToolEnd":
 						answer({ result: { released: true } });
 						break;
-					case "delegate": {
-						const request = params.request as Record<string, unknown>;
-						const background = request.background === true || request.async === true || params.background === true;
+					case "tools":
+						answer({
+							result: {
+								tools: ["delegate_task", "delegate_coordinate", "subagent"].map((name) => ({
+									name,
+									label: name,
+									description: `fake ${name}`,
+									promptSnippet: `fake ${name}`,
+									...(name === "subagent" ? { promptGuidelines: ["use subagent well"] } : {}),
+									parameters: { type: "object", properties: { x: { description: "x" } } },
+								})),
+							},
+						});
+						break;
+					case "callTool": {
+						const input = params.input as Record<string, unknown>;
+						const background = input.background === true || input.async === true;
+						const callId = params.callId;
+						const row = { target: `${SNAPSHOT.id}@1`, handle: SNAPSHOT.id.slice(0, 8), role: "scout", status: "running", elapsedMs: 5, line: "● scout 0b6a0000 0.0s" };
 						if (!background) {
-							const outcome = { call: 6, request: 1, initiator: "root", delivery: "foreground", outcomes: [SNAPSHOT] };
-							answer({ result: { admitted: { kind: "admitted", call: 6, children: [SNAPSHOT] }, outcome, preview: "preview of call 6" } });
+							socket.write(`${JSON.stringify({ method: "toolUpdate", params: { callId, call: 6, text: row.line, rows: [row] } })}\n`);
+							answer({ result: { text: "preview of call 6", details: { call: 6, rows: [row] }, isError: false } });
 							break;
 						}
-						answer({ result: { kind: "admitted", call: 7, children: [SNAPSHOT] } });
+						answer({ result: { text: "Accepted 1 task in the background (call 7):", details: { call: 7, rows: [row] }, isError: false, pending: 7 } });
 						setTimeout(() => {
 							const outcome = { call: 7, request: 2, initiator: "root", delivery: "background", outcomes: [{ ...SNAPSHOT, status: "settled" }] };
-							for (const s of subscribers) {
-								s.write(`${JSON.stringify({ method: "event", params: { kind: "outcome", outcome, preview: "preview of call 7" } })}\n`);
-							}
+							socket.write(`${JSON.stringify({ method: "toolOutcome", params: { callId, call: 7, text: "preview of call 7", details: outcome, rows: [{ ...row, status: "settled" }] } })}\n`);
 						}, 50);
 						break;
 					}

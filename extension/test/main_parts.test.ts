@@ -1,7 +1,7 @@
 /**
  * The main session's parts one by one: argument parsing of the commands, the Hub plan,
- * install.json, `serve`'s lines, the widget rows, the compatibility actions, the delivery's
- * matching and the handoff driver.
+ * install.json, `serve`'s lines, the widget rows and the handoff driver (the tools
+ * are the coordinator's: tools.test.ts drives their transport).
  */
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -13,10 +13,9 @@ import { fileURLToPath } from "node:url";
 import { ControlClient } from "../control.ts";
 import { hubArgv, statusArgv, steerArgv, stopArgv, slateSubcommand, targetCompletions } from "../commands.ts";
 import { parseServed, serveArgs } from "../coordinator.ts";
-import { OutcomeDelivery, outcomeMessage } from "../delivery.ts";
 import { handoffArgv, permittedRoutes, recordedModel, registerHandoff, routeWarning, wrapLines } from "../handoff.ts";
 import { findInstallation } from "../install.ts";
-import { actionCall, compatChild, renewalMethod, runAction } from "../subagent.ts";
+import type { TargetRow } from "../protocol.ts";
 import { frame, parseRows, rowsWidth, sizeRequest, watchArgs } from "../widget.ts";
 import { FakeCoordinator, type Handler } from "./fake_coordinator.ts";
 
@@ -40,7 +39,7 @@ after(async () => {
 // Commands
 
 test("Tab completes a command's target to the full identity from `targets`; only the first word", () => {
-	const targets = [
+	const targets: TargetRow[] = [
 		{ target: `${ID}@1`, handle: "0b6a0000", role: "scout", status: "running", headline: "survey" },
 		{ target: "7c1d0000-0000-4000-8000-00000000000b@2", handle: "7c1d0000@2", role: "review", status: "settled", headline: "check" },
 	];
@@ -167,123 +166,6 @@ test("widget frame: rows drawn for this width or a narrower one are padded; wide
 
 // ---------------------------------------------------------------------------------------------
 // subagent actions
-
-test("subagent actions: members checked with Slate's wording before anything is sent", () => {
-	assert.deepEqual(actionCall({ action: "list" }), { ok: true, action: "list", id: undefined, message: undefined });
-	assert.deepEqual(actionCall({ action: "stop", id: `${ID}@1` }), { ok: true, action: "stop", id: `${ID}@1`, message: undefined });
-	assert.deepEqual(actionCall({ action: "steer", id: 5, message: " ", extra: 1 }), {
-		ok: false,
-		message:
-			'subagent steer: $.extra: unknown property; allowed: action, id, message; $.id: required: the exact "UUID@generation"; $.message: required: non-whitespace text',
-	});
-	assert.deepEqual(actionCall({ action: "toString" }), {
-		ok: false,
-		message: 'subagent: $.action = "toString": must be one of agents, list, status, stop, steer, resume',
-	});
-	assert.equal(renewalMethod("paused"), "resume");
-	assert.equal(renewalMethod("idle"), "followup");
-	assert.equal(renewalMethod("parked"), "revive");
-	assert.equal(renewalMethod("active"), "resume", "Slate refuses it in its own words");
-	assert.deepEqual(compatChild({ id: ID, generation: 2, status: "queued" }), {
-		id: `${ID}@2`,
-		taskId: ID,
-		generation: 2,
-		status: "queued",
-	});
-});
-
-test("subagent actions map to the root's methods; resume follows the presence and wakes once", async () => {
-	const expected: [number, string][] = [];
-	const services = {
-		client: new ControlClient({ socket: fake.path, client: "test" }),
-		delivery: { expect: (call: number, wake: string) => expected.push([call, wake]) },
-	};
-	const seen: [string, unknown][] = [];
-	handler = (r) => {
-		seen.push([r.method, r.params]);
-		if (r.method === "status") {
-			return { result: { snapshot: { id: ID, generation: 1 }, generations: [], agents: [{ id: ID, generation: 1, presence: "idle" }] } };
-		}
-		if (r.method === "followup") {
-			return { result: { kind: "admitted", call: 12, children: [{ id: ID, generation: 2 }] } };
-		}
-		return { result: { kind: "ok" } };
-	};
-	const target = `${ID}@1`;
-	await runAction(services, { ok: true, action: "agents" });
-	await runAction(services, { ok: true, action: "status", id: target });
-	await runAction(services, { ok: true, action: "stop", id: target });
-	await runAction(services, { ok: true, action: "steer", id: target, message: "look" });
-	const resumed = await runAction(services, { ok: true, action: "resume", id: target, message: "again" });
-	assert.deepEqual(seen, [
-		["agents", {}],
-		["status", { target }],
-		["stop", { target }],
-		["steer", { target, text: "look" }],
-		["status", { target }],
-		["followup", { target, assignment: "again" }],
-	]);
-	assert.deepEqual(expected, [[12, "followUp"]]);
-	assert.equal(JSON.parse(resumed.content[0].text)[0].id, `${ID}@2`);
-	services.client.close();
-});
-
-// ---------------------------------------------------------------------------------------------
-// Delivery
-
-function outcomeEvent(call: number) {
-	return { kind: "outcome", outcome: { call, request: 1, initiator: "root", delivery: "background", outcomes: [] }, preview: `p${call}` };
-}
-
-test("delivery: one message per expected call, early or late; others ignored; nothing after dispose", async () => {
-	const sent: unknown[] = [];
-	const delivery = new OutcomeDelivery({ socket: fake.path, client: "test" }, (message, options) =>
-		sent.push([message.content, options]),
-	);
-	handler = (r) => (r.method === "subscribe" ? { result: { subscribed: true } } : { result: null });
-	await delivery.start();
-	const sub = fake.received.filter((r) => r.method === "subscribe").at(-1)?.connection ?? -1;
-	fake.notify(sub, "event", outcomeEvent(1)); // arrives before its call is known
-	fake.notify(sub, "event", outcomeEvent(99)); // not ours
-	await new Promise((r) => setTimeout(r, 30));
-	delivery.expect(1, "notify");
-	delivery.expect(2, "followUp");
-	fake.notify(sub, "event", outcomeEvent(2));
-	fake.notify(sub, "event", outcomeEvent(2)); // a second outcome for the same call: not delivered
-	fake.notify(sub, "lagged", { missed: 3 });
-	await new Promise((r) => setTimeout(r, 30));
-	assert.deepEqual(sent, [
-		["p1", { triggerTurn: false }],
-		["p2", { triggerTurn: true, deliverAs: "followUp" }],
-	]);
-	// Each delivered outcome is acknowledged on the same connection, once (the widget collapses
-	// delivered rows); the call nobody expected is not.
-	await fake.until(() => fake.received.filter((r) => r.method === "outcomeDelivered").length >= 2);
-	assert.deepEqual(
-		fake.received.filter((r) => r.method === "outcomeDelivered").map((r) => [r.connection, r.params]),
-		[
-			[sub, { call: 1 }],
-			[sub, { call: 2 }],
-		],
-	);
-	delivery.expect(3, "notify");
-	delivery.dispose();
-	fake.notify(sub, "event", outcomeEvent(3));
-	await new Promise((r) => setTimeout(r, 30));
-	assert.equal(sent.length, 2);
-	await fake.until(() => fake.closed.includes(sub));
-});
-
-test("the outcome message: the preview as content, the full outcome as details", () => {
-	const event = outcomeEvent(4) as Parameters<typeof outcomeMessage>[0];
-	assert.deepEqual(outcomeMessage(event, "notify"), {
-		message: { customType: "slate-window-outcome", content: "p4", display: true, details: event.outcome },
-		options: { triggerTurn: false },
-	});
-});
-
-// ---------------------------------------------------------------------------------------------
-// Handoff
 
 test("handoff argv: --json, --from-pi, this session, the parent (handoff only), the user's words", () => {
 	assert.deepEqual(handoffArgv("handoff", "--post-check fix --user-request docs", P, "/s/f.jsonl"), [

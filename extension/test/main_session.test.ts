@@ -98,8 +98,16 @@ function start(options: { extension?: string; env?: Record<string, string> } = {
 	return pi;
 }
 
-test("the main role registers the root tools and the commands, and no worker tool", () => {
+/** Start the session and wait for it, as pi's first run does (the doctrine hook). */
+async function started(pi: FakePi, notices: Notice[] = []): Promise<void> {
+	await pi.emit("session_start", { type: "session_start", reason: "startup" }, fakeCtx(notices));
+	await pi.emit("before_agent_start", { systemPrompt: "" });
+}
+
+test("the main role registers the tools the coordinator lists and the commands, and no worker tool", async () => {
 	const pi = start();
+	assert.deepEqual([...pi.tools.keys()], [], "no tool before the coordinator lists them");
+	await started(pi);
 	assert.deepEqual([...pi.tools.keys()].sort(), ["delegate_coordinate", "delegate_task", "subagent"]);
 	assert.deepEqual([...pi.commands.keys()].sort(), [
 		"slate",
@@ -111,16 +119,20 @@ test("the main role registers the root tools and the commands, and no worker too
 	]);
 	assert.ok(pi.tool("subagent").promptSnippet);
 	assert.ok((pi.tool("subagent").promptGuidelines ?? []).every((g) => g.includes("subagent")));
+	await pi.emit("session_shutdown", { reason: "quit" }, fakeCtx([]));
 });
 
 test("a session's coordinator: started with the contract's argv, hello as the operator with the hash, shut down at session_shutdown", async () => {
 	writeFileSync(logFile, "");
 	const pi = start({ extension: "ab12" });
 	const notices: Notice[] = [];
-	await pi.emit("session_start", { type: "session_start", reason: "startup" }, fakeCtx(notices));
-	// The first tool call waits for the start.
-	const result = await pi.tool("delegate_task").execute("c1", { assignment: "look", profile: "scout" }, undefined, undefined, {});
+	await started(pi, notices);
+	const updates: unknown[] = [];
+	const result = await pi
+		.tool("delegate_task")
+		.execute("c1", { assignment: "look", profile: "scout" }, undefined, (u: unknown) => void updates.push(u), {});
 	assert.equal(result.content[0].text, "preview of call 6");
+	assert.equal(updates.length, 1, "the live row became a partial result");
 	const serve = log().find((r) => r.argv?.[0] === "serve");
 	assert.deepEqual(serve?.argv, [
 		"serve",
@@ -133,11 +145,15 @@ test("a session's coordinator: started with the contract's argv, hello as the op
 	]);
 	assert.equal(serve?.cwd, dir);
 	const hellos = log().filter((r) => r.request === "hello");
-	assert.ok(hellos.length >= 2, "the subscription and the tool's own connection");
+	assert.ok(hellos.length >= 2, "the operator's connection and the tool call's own");
 	for (const h of hellos) {
 		assert.deepEqual(h.params, { protocols: [2], client: { name: "slate-pi-extension test", extension: "ab12" } });
 	}
-	assert.deepEqual(log().find((r) => r.request === "delegate")?.params, { request: { assignment: "look", profile: "scout" } });
+	assert.deepEqual(log().find((r) => r.request === "callTool")?.params, {
+		tool: "delegate_task",
+		input: { assignment: "look", profile: "scout" },
+		callId: "c1",
+	});
 	await pi.emit("session_shutdown", { type: "session_shutdown", reason: "quit" }, fakeCtx(notices));
 	const requests = log().map((r) => r.request ?? r.stdin);
 	assert.ok(requests.includes("shutdown"), "the shutdown request was sent");
@@ -150,10 +166,10 @@ test("a session's coordinator: started with the contract's argv, hello as the op
 
 test("background delegate_task: accepted at once, then exactly one notification-only message", async () => {
 	const pi = start();
-	await pi.emit("session_start", { reason: "startup" }, fakeCtx([]));
+	await started(pi);
 	const result = await pi.tool("delegate_task").execute("c1", { assignment: "x", background: true }, undefined, undefined, {});
 	assert.match(result.content[0].text, /^Accepted 1 task in the background \(call 7\)/);
-	assert.equal((result.details as { id: string }).id, "0b6a0000-0000-4000-8000-00000000000a");
+	assert.equal((result.details as { call: number }).call, 7);
 	await until(() => pi.sent.length === 1);
 	await new Promise((r) => setTimeout(r, 100));
 	assert.equal(pi.sent.length, 1, "one message per call");
@@ -165,14 +181,10 @@ test("background delegate_task: accepted at once, then exactly one notification-
 	await pi.emit("session_shutdown", { reason: "quit" }, fakeCtx([]));
 });
 
-test("subagent async: compatibility ids at once, and the one message wakes the parent as a follow-up", async () => {
+test("subagent async: the one message wakes the parent as a follow-up", async () => {
 	const pi = start();
-	await pi.emit("session_start", { reason: "startup" }, fakeCtx([]));
-	const result = await pi.tool("subagent").execute("c1", { agent: "scout", task: "look", async: true }, undefined, undefined, {});
-	const shown = JSON.parse(result.content[0].text.slice(result.content[0].text.indexOf("\n") + 1)) as Record<string, unknown>[];
-	assert.equal(shown[0].id, "0b6a0000-0000-4000-8000-00000000000a@1");
-	assert.equal(shown[0].taskId, "0b6a0000-0000-4000-8000-00000000000a");
-	assert.equal(shown[0].generation, 1);
+	await started(pi);
+	await pi.tool("subagent").execute("c1", { agent: "scout", task: "look", async: true }, undefined, undefined, {});
 	await until(() => pi.sent.length === 1);
 	assert.deepEqual(pi.sent[0].options, { triggerTurn: true, deliverAs: "followUp" });
 	await pi.emit("session_shutdown", { reason: "quit" }, fakeCtx([]));
@@ -180,7 +192,7 @@ test("subagent async: compatibility ids at once, and the one message wakes the p
 
 test("after session_shutdown a window that drains delivers nothing", async () => {
 	const pi = start();
-	await pi.emit("session_start", { reason: "startup" }, fakeCtx([]));
+	await started(pi);
 	await pi.tool("delegate_task").execute("c1", { assignment: "x", background: true }, undefined, undefined, {});
 	await pi.emit("session_shutdown", { reason: "reload" }, fakeCtx([]));
 	await new Promise((r) => setTimeout(r, 150));
@@ -213,16 +225,13 @@ test("the reservation: bash blocked with the coordinator's reason while a child 
 	}
 });
 
-test("a coordinator that fails to start is named once; tools then fail with the reason and tool calls are not blocked", async () => {
+test("a coordinator that fails to start is named once; no Slate tool is offered and tool calls are not blocked", async () => {
 	process.env.FAKE_SLATE_SERVE_FAIL = "1";
 	try {
 		const pi = start();
 		const notices: Notice[] = [];
-		await pi.emit("session_start", { reason: "startup" }, fakeCtx(notices));
-		await assert.rejects(
-			pi.tool("delegate_task").execute("c", { assignment: "x" }, undefined, undefined, {}),
-			/error: --pi-session: not a UUID/,
-		);
+		await started(pi, notices);
+		assert.deepEqual([...pi.tools.keys()], []);
 		assert.equal(notices.length, 1);
 		assert.equal(notices[0].level, "error");
 		assert.match(notices[0].text, /Slate could not start its coordinator: .*exited \(code 2\).*not a UUID/s);
@@ -284,7 +293,7 @@ test("with a UI, the widget is a component asking `slate watch --lines` for pi's
 	const pi = start();
 	const widgets: unknown[] = [];
 	await pi.emit("session_start", { reason: "startup" }, fakeCtx([], widgets, true));
-	await pi.tool("delegate_task").execute("c", { assignment: "x" }, undefined, undefined, {}); // started
+	await pi.emit("before_agent_start", { systemPrompt: "" }); // started
 	await until(() => widgets.length >= 1);
 	const factory = widgets[0] as WidgetFactory;
 	assert.equal(typeof factory, "function");

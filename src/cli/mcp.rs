@@ -4,27 +4,25 @@
 //! The host's MCP session is a parent runtime: the server starts its own coordinator for the
 //! current directory in this process, exactly as `slate serve` does (the same plan, socket,
 //! event log and [`Service`]), so `slate hub`, `slate status` and the CLI see it like any
-//! other; or, with `--parent`, it uses a running one and leaves it running. Its tools are a
-//! typed client of that coordinator's socket, one connection per call (the extension's
-//! `callOnce`): every input goes through the same [`crate::control::methods`] types, the same
-//! policy parsers and the same refusals as the CLI and the pi extension. No semantics are
-//! implemented here; this module only maps MCP calls to protocol requests and back.
+//! other; or, with `--parent`, it uses a running one and leaves it running. It is a transport
+//! of the coordinator's tool layer (`src/tools`), like the pi extension: `tools/list` is the
+//! root's `tools`, each `tools/call` one `callTool` on its own connection. No description,
+//! parser or shape of a tool is here; this module only maps MCP onto that layer and back.
 //!
 //! Embedded rather than spawning `slate serve`: one process to start, supervise and signal;
 //! the coordinator's lifetime is exactly the MCP session's (stdin end of file, SIGINT/SIGTERM,
 //! the host's death via `PR_SET_PDEATHSIG`), with no second lifeline pipe or line parsing.
 //!
-//! * `delegate_task` / `subagent` launches → `delegate {request, cancelOnClose: true}`. A
-//!   foreground call waits; the host's `notifications/cancelled` (or the end of the session)
-//!   closes the call's connection, which is the caller's foreground cancellation: the
-//!   window's unsettled members are cancelled and drain. Background answers at once with the
-//!   accepted snapshots; when the window drains the host gets one `notifications/message`
-//!   (logger `slate`, the preview and the outcome), and the outcome stays readable with
-//!   `delegate_coordinate wait`/`status`.
+//! * A call runs with `cancelOnClose`: the host's `notifications/cancelled` (or the end of
+//!   the session) closes the call's connection, which is the caller's foreground
+//!   cancellation: the window's unsettled members are cancelled and drain. A background
+//!   answer names its window (`pending`); its connection stays open until the one
+//!   `toolOutcome`, which the host gets as one `notifications/message` (logger `slate`,
+//!   `{event: "slate-window-outcome", call, preview, outcome}`).
 //! * While a call waits and the host gave a `progressToken`, `notifications/progress` every
 //!   `--progress-ms`: each one restarts the host's request timeout (pi's default 60 s).
-//! * Tool text is Slate's model-facing preview (or the reply as JSON), cleaned of terminal
-//!   controls ([`SafeText`]); structured content is the full typed answer. Every byte this
+//! * Tool text is the layer's `text`, cleaned of terminal controls ([`SafeText`]);
+//!   structured content is its `details`. Every byte this
 //!   server writes goes through [`SafeJsonWriter`], so no JSON string carries a raw C1 or bidi
 //!   control (C0 controls are escaped by JSON itself).
 //! * The host gate (`--host-version`, `unsupported-host`) does not apply: it guards the pi that
@@ -41,7 +39,6 @@
 //! crates, chrono and tracing the largest. Hand-writing JSON-RPC would mean owning version
 //! negotiation and the cancellation/progress rules of every MCP revision ourselves.
 
-use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -55,7 +52,6 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, Peer, ServerHandler, ServiceExt as _};
-use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use tokio::io::AsyncWrite;
 use tokio::signal::unix::{SignalKind, signal};
@@ -64,16 +60,12 @@ use tokio_util::sync::CancellationToken;
 use crate::cli::embedded::{EmbedArgs, Embedded, Plan, Served};
 use crate::cli::{Error, ExitCode, Printer};
 use crate::control::client::{CONNECT_TIMEOUT, Client, ClientError};
-use crate::control::methods::{
-    self, ClientInfo, DelegateParams, DelegateResult, Event, Method, NoParams, Notification,
-    StatusParams, StatusResult, Target, TargetParams, method,
-};
+use crate::control::methods::{ClientInfo, NoParams, Notification, method};
 use crate::control::protocol::ControlError;
 use crate::control::{Metadata, Server};
-use crate::core::{ChildSnapshot, Presence, Reply};
-use crate::policy::Problems;
-use crate::policy::request::{SubagentRequest, parse_subagent};
 use crate::text::SafeText;
+use crate::tools::CallToolParams;
+use crate::tools::call::UNKNOWN_TOOL;
 
 pub struct McpArgs {
     /// A running coordinator to use instead of an own one.
@@ -130,7 +122,6 @@ async fn session(printer: &Printer, args: &McpArgs) -> Result<ExitCode, Error> {
         socket.display()
     ));
     let slate = Slate::new(socket, args.progress_every);
-    let outcomes = tokio::spawn(deliver_outcomes(slate.clone()));
     let ct = CancellationToken::new();
     // Non-blocking pipes where the host gave pipes (as every host does): a read of stdin
     // that never ends would otherwise hold up the runtime's exit after a signal.
@@ -153,7 +144,6 @@ async fn session(printer: &Printer, args: &McpArgs) -> Result<ExitCode, Error> {
     };
     // Every call still waiting was cancelled with the session (its token is a child of the
     // session's): its connection closes and its foreground window is cancelled.
-    outcomes.abort();
     let Some(owned) = owned else {
         printer.err_line(&format!(
             "slate mcp: {why}; the coordinator {parent_id} goes on"
@@ -225,9 +215,6 @@ async fn start(embed: &EmbedArgs) -> Result<(PathBuf, uuid::Uuid, Owned), Error>
 
 // ---- the MCP server ---------------------------------------------------------------------
 
-/// Background outcomes that arrived before their call's admission was read, kept at most.
-const EARLY_KEEP: usize = 64;
-
 #[derive(Clone)]
 struct Slate {
     inner: Arc<Inner>,
@@ -236,36 +223,18 @@ struct Slate {
 struct Inner {
     socket: PathBuf,
     progress_every: Duration,
-    /// The host's peer, once a call came (background outcomes are sent to it).
-    peer: Mutex<Option<Peer<RoleServer>>>,
-    /// Calls of this session whose window outcome is still to be sent, and outcomes that
-    /// came first.
-    background: Mutex<Background>,
     /// Who the host is, for `hello.client`.
     host: Mutex<Option<String>>,
 }
 
-#[derive(Default)]
-struct Background {
-    expected: HashSet<u64>,
-    early: HashMap<u64, (Value, String)>,
-    early_order: std::collections::VecDeque<u64>,
-}
-
-/// Why a tool call failed, as the host's model reads it.
+/// Why a tool call failed before the tool layer answered (its own refusals are answers).
 enum Failure {
-    /// Slate's refusal (or transport error), in the coordinator's words.
+    /// The coordinator's error (or transport error), in its words.
     Control(ControlError),
     /// The coordinator could not be reached or answered badly.
     Client(ClientError),
-    /// Not a call Slate can read (no action, unknown action).
-    Input(String),
-}
-
-impl From<ControlError> for Failure {
-    fn from(e: ControlError) -> Self {
-        Self::Control(e)
-    }
+    /// The host cancelled the call.
+    Cancelled(String),
 }
 
 impl From<ClientError> for Failure {
@@ -291,9 +260,9 @@ impl Failure {
                     json!({"error": {"code": "unreachable", "message": text}}),
                 )
             }
-            Self::Input(text) => (
+            Self::Cancelled(text) => (
                 text.clone(),
-                json!({"error": {"code": "invalid-request", "message": text}}),
+                json!({"error": {"code": "cancelled", "message": text}}),
             ),
         };
         let mut result = CallToolResult::error(vec![ContentBlock::text(
@@ -304,22 +273,18 @@ impl Failure {
     }
 }
 
-type Outcome = Result<CallToolResult, Failure>;
-
 impl Slate {
     fn new(socket: PathBuf, progress_every: Duration) -> Self {
         Self {
             inner: Arc::new(Inner {
                 socket,
                 progress_every,
-                peer: Mutex::new(None),
-                background: Mutex::new(Background::default()),
                 host: Mutex::new(None),
             }),
         }
     }
 
-    /// One connection for one call, saying `slate mcp` and its host in `hello.client`.
+    /// One connection, saying `slate mcp` and its host in `hello.client`.
     async fn connect(&self) -> Result<Client, ClientError> {
         let host = self
             .inner
@@ -334,233 +299,105 @@ impl Slate {
         Client::connect_named(&self.inner.socket, CONNECT_TIMEOUT, ClientInfo::named(name)).await
     }
 
-    /// Remember the host (its peer, for background outcomes, and its name).
-    fn note_peer(&self, context: &RequestContext<RoleServer>) {
-        let mut peer = self
+    /// Remember the host's name.
+    fn note_host(&self, context: &RequestContext<RoleServer>) {
+        let mut host = self
             .inner
-            .peer
+            .host
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        if peer.is_none() {
-            if let Some(info) = context.peer.peer_info() {
-                let host = format!("{} {}", info.client_info.name, info.client_info.version);
-                *self
-                    .inner
-                    .host
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner) =
-                    Some(SafeText::line(&host).into_string());
-            }
-            *peer = Some(context.peer.clone());
+        if host.is_none()
+            && let Some(info) = context.peer.peer_info()
+        {
+            let name = format!("{} {}", info.client_info.name, info.client_info.version);
+            *host = Some(SafeText::line(&name).into_string());
         }
     }
 
-    /// Send call `call`'s outcome when (or if already) it arrives.
-    async fn expect(&self, call: u64) {
-        let early = {
-            let mut background = self
-                .inner
-                .background
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            let arrived = background.early.remove(&call);
-            if arrived.is_none() {
-                background.expected.insert(call);
-            }
-            arrived
+    /// One `callTool` on its own connection: cancelled with the host's request (the future,
+    /// and with it the connection, is dropped: a foreground window is then cancelled),
+    /// reporting progress while it waits. A background call's connection is kept until its
+    /// `toolOutcome`, which goes to the host as one `notifications/message`.
+    async fn call(
+        &self,
+        context: &RequestContext<RoleServer>,
+        tool: String,
+        input: JsonObject,
+    ) -> Result<CallToolResult, Failure> {
+        let client = self.connect().await?;
+        let mut notes = client.notifications()?;
+        let params = CallToolParams {
+            tool: tool.clone(),
+            input: Value::Object(input),
+            call_id: None,
+            cancel_on_close: true,
         };
-        if let Some((outcome, preview)) = early {
-            self.notify_outcome(call, outcome, &preview).await;
-        }
-    }
-
-    async fn notify_outcome(&self, call: u64, outcome: Value, preview: &str) {
-        let peer = self
-            .inner
-            .peer
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        let Some(peer) = peer else { return };
-        let data = json!({
-            "event": "slate-window-outcome",
-            "call": call,
-            "preview": SafeText::lines(preview).into_string(),
-            "outcome": outcome,
-        });
-        let _ = log_notice(&peer, data).await;
-    }
-
-    /// Run `work` for one tool call: cancelled with the host's request (the work's future,
-    /// and with it its connection, is dropped), and reporting progress while it waits.
-    async fn waiting<F>(&self, context: &RequestContext<RoleServer>, what: &str, work: F) -> Outcome
-    where
-        F: std::future::Future<Output = Outcome>,
-    {
         let token = context.meta.get_progress_token();
         let started = Instant::now();
         let mut ticks = tokio::time::interval_at(
             tokio::time::Instant::now() + self.inner.progress_every,
             self.inner.progress_every,
         );
-        tokio::pin!(work);
         let mut sent = 0_u32;
-        loop {
-            tokio::select! {
-                outcome = &mut work => return outcome,
-                () = context.ct.cancelled() => {
-                    return Err(Failure::Input(format!("{what}: cancelled by the host")));
-                }
-                _ = ticks.tick(), if token.is_some() => {
-                    sent += 1;
-                    if let Some(token) = token.clone() {
-                        let elapsed = started.elapsed().as_secs();
-                        let _ = context
-                            .peer
-                            .notify_progress(
-                                ProgressNotificationParam::new(token, f64::from(sent))
-                                    .with_message(format!("{what}: waiting ({elapsed} s)")),
-                            )
-                            .await;
+        let answer = {
+            let work = client.request::<method::CallTool>(&params);
+            tokio::pin!(work);
+            loop {
+                tokio::select! {
+                    answer = &mut work => break answer?,
+                    () = context.ct.cancelled() => {
+                        return Err(Failure::Cancelled(format!("{tool}: cancelled by the host")));
+                    }
+                    // Live rows are for renderers; an MCP host gets the progress ticks.
+                    _ = notes.next() => {}
+                    _ = ticks.tick(), if token.is_some() => {
+                        sent += 1;
+                        if let Some(token) = token.clone() {
+                            let elapsed = started.elapsed().as_secs();
+                            let _ = context
+                                .peer
+                                .notify_progress(
+                                    ProgressNotificationParam::new(token, f64::from(sent))
+                                        .with_message(format!("{tool}: waiting ({elapsed} s)")),
+                                )
+                                .await;
+                        }
                     }
                 }
             }
-        }
-    }
-
-    /// `delegate_task`, or a `subagent` launch (`compat`): the input as written.
-    async fn delegate(&self, input: JsonObject, compat: bool) -> Outcome {
-        let batch = input.contains_key("tasks");
-        let client = self.connect().await?;
-        let params = DelegateParams {
-            request: Value::Object(input),
-            background: None,
-            cancel_on_close: true,
         };
-        match client.request::<method::Delegate>(&params).await? {
-            DelegateResult::Foreground(fg) => {
-                let outcomes = fg.outcome.outcomes;
-                let structured = if batch {
-                    json!({"children": outcomes})
-                } else {
-                    outcomes
-                        .into_iter()
-                        .next()
-                        .map_or(Value::Null, |s| to_value(&s))
-                };
-                Ok(success(
-                    SafeText::lines(&fg.preview).into_string(),
-                    structured,
-                ))
-            }
-            DelegateResult::Background(Reply::Admitted { call, children }) => {
-                let call = call.0;
-                self.expect(call).await;
-                let shown: Vec<Value> = children
-                    .iter()
-                    .map(|c| if compat { compat_child(c) } else { to_value(c) })
-                    .collect();
-                let n = children.len();
-                let text = format!(
-                    "Accepted {n} task{} in the background (call {call}); when they drain, Slate sends a notifications/message with the outcomes, and delegate_coordinate wait (with a target) or status reads them.\n{}",
-                    if n == 1 { "" } else { "s" },
-                    pretty(&shown)
-                );
-                Ok(success(text, json!({"call": call, "children": shown})))
-            }
-            DelegateResult::Background(other) => Err(Failure::Input(format!(
-                "delegate: Slate answered neither an admission nor a window outcome: {}",
-                pretty(&other)
-            ))),
-        }
-    }
-
-    /// `delegate_coordinate`: `action` names the method; the other members are its params,
-    /// read by the protocol's own types (a wrong member is refused in the coordinator's
-    /// words, `params.<field>: …`).
-    async fn coordinate(&self, mut input: JsonObject) -> Outcome {
-        let action = input.remove("action");
-        let rest = Value::Object(input);
-        let Some(Value::String(action)) = action else {
-            return Err(Failure::Input(format!(
-                "delegate_coordinate: action: required, one of {}",
-                ACTIONS.join(", ")
-            )));
-        };
-        let client = self.connect().await?;
-        let reply: Value = match action.as_str() {
-            "status" => typed::<method::Status>(&client, rest).await?,
-            "stop" => typed::<method::Stop>(&client, rest).await?,
-            "park" => typed::<method::Park>(&client, rest).await?,
-            "resume" => typed::<method::Resume>(&client, rest).await?,
-            "followup" => typed::<method::Followup>(&client, rest).await?,
-            "revive" => typed::<method::Revive>(&client, rest).await?,
-            "message" => typed::<method::Message>(&client, rest).await?,
-            "inbox" => typed::<method::Inbox>(&client, rest).await?,
-            "wait" => typed::<method::Wait>(&client, rest).await?,
-            other => {
-                return Err(Failure::Input(format!(
-                    "delegate_coordinate: unknown action {}; expected one of {}",
-                    crate::json::to_string(other).unwrap_or_default(),
-                    ACTIONS.join(", ")
-                )));
-            }
-        };
-        if let Some(call) = admitted_call(&reply) {
-            self.expect(call).await;
-        }
-        Ok(success(pretty(&reply), reply))
-    }
-
-    /// `subagent`: a launch, or an action by exact id (read by Slate's compatibility parser).
-    async fn subagent(&self, input: JsonObject) -> Outcome {
-        if !input.contains_key("action") {
-            return self.delegate(input, true).await;
-        }
-        let request = parse_subagent(&Value::Object(input))
-            .map_err(|problems| ControlError::from(Problems(problems)))?;
-        let client = self.connect().await?;
-        let reply = match request {
-            SubagentRequest::Launch(_) => {
-                return Err(Failure::Input(
-                    "subagent: an action request cannot also be a launch".to_owned(),
-                ));
-            }
-            SubagentRequest::Agents => {
-                to_value(&client.request::<method::Agents>(&NoParams {}).await?)
-            }
-            SubagentRequest::Status(id) => to_value(
-                &client
-                    .request::<method::Status>(&StatusParams {
-                        target: Some(Target(id)),
-                        ..StatusParams::default()
-                    })
-                    .await?,
-            ),
-            SubagentRequest::Stop(id) => to_value(
-                &client
-                    .request::<method::Stop>(&TargetParams { target: Target(id) })
-                    .await?,
-            ),
-            SubagentRequest::Steer { id, message } => to_value(
-                &client
-                    .request::<method::Steer>(&methods::SteerParams {
-                        target: Target(id),
-                        text: message,
-                    })
-                    .await?,
-            ),
-            SubagentRequest::Resume { id, message } => {
-                let reply = renew(&client, Target(id), message).await?;
-                if let Reply::Admitted { call, children } = &reply {
-                    self.expect(call.0).await;
-                    let shown: Vec<Value> = children.iter().map(compat_child).collect();
-                    return Ok(success(pretty(&shown), to_value(&reply)));
+        if let Some(call) = answer.pending {
+            let peer = context.peer.clone();
+            tokio::spawn(async move {
+                while let Some(note) = notes.next().await {
+                    if let Notification::ToolOutcome(outcome) = note
+                        && outcome.call == call
+                    {
+                        let data = json!({
+                            "event": "slate-window-outcome",
+                            "call": call,
+                            "preview": outcome.text,
+                            "outcome": outcome.details,
+                        });
+                        let _ = log_notice(&peer, data).await;
+                        break;
+                    }
                 }
-                to_value(&reply)
-            }
+                drop(client);
+            });
+        }
+        let blocks = vec![ContentBlock::text(answer.text)];
+        let mut result = if answer.is_error {
+            CallToolResult::error(blocks)
+        } else {
+            CallToolResult::success(blocks)
         };
-        Ok(success(pretty(&reply), reply))
+        // MCP structured content is an object; a lone non-object is wrapped.
+        result.structured_content = Some(match answer.details {
+            Value::Object(_) => answer.details,
+            other => json!({"result": other}),
+        });
+        Ok(result)
     }
 }
 
@@ -588,118 +425,35 @@ fn capabilities() -> ServerCapabilities {
         .build()
 }
 
-/// The contract's `delegate_coordinate` actions.
-const ACTIONS: [&str; 9] = [
-    "status", "stop", "park", "resume", "followup", "revive", "message", "inbox", "wait",
-];
-
-/// One typed request of method `M`: its params read from `params` by the protocol's decoder.
-async fn typed<M: Method>(client: &Client, params: Value) -> Result<Value, Failure>
-where
-    M::Params: DeserializeOwned,
-{
-    let params: M::Params = methods::decode(params)?;
-    Ok(to_value(&client.request::<M>(&params).await?))
-}
-
-/// `subagent resume`: continue the generation by its presence (paused → `resume`, idle →
-/// `followup`, parked → `revive`; anything else is `resume`, which Slate refuses naming it).
-async fn renew(client: &Client, target: Target, assignment: String) -> Result<Reply, Failure> {
-    let status = client
-        .request::<method::Status>(&StatusParams {
-            target: Some(target),
-            ..StatusParams::default()
-        })
-        .await?;
-    let presence = match &status {
-        StatusResult::Generation(view) => view
-            .agents
-            .iter()
-            .find(|a| a.id == view.snapshot.id)
-            .map(|a| a.presence),
-        _ => None,
-    };
-    Ok(match presence {
-        Some(Presence::Idle) => {
-            client
-                .request::<method::Followup>(&methods::RenewParams {
-                    target,
-                    assignment,
-                    result_schema: None,
-                })
-                .await?
-        }
-        Some(Presence::Parked) => {
-            client
-                .request::<method::Revive>(&methods::RenewParams {
-                    target,
-                    assignment,
-                    result_schema: None,
-                })
-                .await?
-        }
-        _ => {
-            client
-                .request::<method::Resume>(&methods::ResumeParams { target, assignment })
-                .await?
-        }
-    })
-}
-
-/// The call of an admission reply (`resume`, `followup`, `revive`).
-fn admitted_call(reply: &Value) -> Option<u64> {
-    (reply.get("kind")?.as_str()? == "admitted")
-        .then(|| reply.get("call")?.as_u64())
-        .flatten()
-}
-
-/// An accepted child as the compatibility shape shows it: `id` is `UUID@generation`.
-fn compat_child(child: &ChildSnapshot) -> Value {
-    let mut value = to_value(child);
-    if let Value::Object(map) = &mut value {
-        map.insert(
-            "id".to_owned(),
-            Value::String(format!("{}@{}", child.id, child.generation)),
-        );
-        map.insert("taskId".to_owned(), Value::String(child.id.to_string()));
-    }
-    value
-}
-
-fn to_value<T: serde::Serialize>(value: &T) -> Value {
-    serde_json::to_value(value).unwrap_or(Value::Null)
-}
-
-/// JSON for the model, every control escaped.
-fn pretty<T: serde::Serialize + ?Sized>(value: &T) -> String {
-    crate::json::to_string_pretty(value).unwrap_or_default()
-}
-
-fn success(text: String, structured: Value) -> CallToolResult {
-    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-    // MCP structured content is an object; a lone non-object is wrapped.
-    result.structured_content = Some(match structured {
-        Value::Object(_) => structured,
-        other => json!({"result": other}),
-    });
-    result
-}
-
 impl ServerHandler for Slate {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(capabilities())
-        .with_server_info(Implementation::new("slate", env!("CARGO_PKG_VERSION")))
-        .with_instructions(
-            "Slate delegates work to pi subagents: delegate_task (one task or an ordered batch; foreground by default, or background: true), delegate_coordinate (status, stop, park, resume, followup, revive, message, inbox, wait by exact UUID@generation) and subagent (the compatibility shape). Slate checks the whole call before anything starts.",
-        )
+            .with_server_info(Implementation::new("slate", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Slate delegates work to pi subagents; its tools say how (tools/list). Slate checks the whole call before anything starts.",
+            )
     }
 
+    /// The root's tools, as the coordinator's tool layer lists them.
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(tools()))
+        self.note_host(&context);
+        let unavailable = |e: ClientError| McpError::internal_error(e.to_string(), None);
+        let client = self.connect().await.map_err(unavailable)?;
+        let listed = client
+            .request::<method::Tools>(&NoParams {})
+            .await
+            .map_err(unavailable)?;
+        Ok(ListToolsResult::with_all_items(
+            listed
+                .tools
+                .into_iter()
+                .map(|spec| Tool::new(spec.name, spec.description, object(spec.parameters)))
+                .collect(),
+        ))
     }
 
     async fn call_tool(
@@ -707,285 +461,26 @@ impl ServerHandler for Slate {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        self.note_peer(&context);
+        self.note_host(&context);
         let input = request.arguments.unwrap_or_default();
-        let name = request.name.as_ref();
-        let outcome = match name {
-            DELEGATE_TASK => {
-                self.waiting(&context, name, self.delegate(input, false))
-                    .await
-            }
-            DELEGATE_COORDINATE => self.waiting(&context, name, self.coordinate(input)).await,
-            SUBAGENT => self.waiting(&context, name, self.subagent(input)).await,
-            other => {
-                return Err(McpError::invalid_params(
-                    format!(
-                        "tool {}: not a Slate tool; Slate has {DELEGATE_TASK}, {DELEGATE_COORDINATE} and {SUBAGENT}",
-                        SafeText::line(other)
-                    ),
-                    None,
-                ));
-            }
-        };
-        Ok(outcome.unwrap_or_else(Failure::into_result).into())
-    }
-}
-
-/// Sends each background outcome of this session once, as it drains.
-async fn deliver_outcomes(slate: Slate) {
-    let Ok(client) = slate.connect().await else {
-        return;
-    };
-    let Ok(mut events) = client.subscribe().await else {
-        return;
-    };
-    while let Some(notification) = events.next().await {
-        let Notification::Event(Event::Outcome { outcome, preview }) = notification else {
-            continue;
-        };
-        let call = outcome.call.0;
-        let expected = {
-            let mut background = slate
-                .inner
-                .background
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            if background.expected.remove(&call) {
-                true
-            } else {
-                background
-                    .early
-                    .insert(call, (to_value(&outcome), preview.clone()));
-                background.early_order.push_back(call);
-                while background.early_order.len() > EARLY_KEEP {
-                    if let Some(oldest) = background.early_order.pop_front() {
-                        background.early.remove(&oldest);
-                    }
-                }
-                false
-            }
-        };
-        if expected {
-            slate
-                .notify_outcome(call, to_value(&outcome), &preview)
-                .await;
+        let name = request.name.to_string();
+        match self.call(&context, name, input).await {
+            Ok(result) => Ok(result.into()),
+            // Not one of Slate's tools: the host's error, naming the tools there are.
+            Err(Failure::Control(e)) if e.code == UNKNOWN_TOOL => Err(McpError::invalid_params(
+                SafeText::line(&e.message).into_string(),
+                None,
+            )),
+            Err(failure) => Ok(failure.into_result().into()),
         }
     }
 }
-
-// ---- tools and their input schemas ------------------------------------------------------
-
-const DELEGATE_TASK: &str = "delegate_task";
-const DELEGATE_COORDINATE: &str = "delegate_coordinate";
-const SUBAGENT: &str = "subagent";
-
-const TASK_FIELDS: &str = "assignment or taskFile (exactly one), and optionally profile, cwd, model, models, resultSchema, limits, spawn, coordination";
 
 fn object(value: Value) -> Arc<JsonObject> {
     match value {
         Value::Object(map) => Arc::new(map),
         _ => Arc::new(Map::new()),
     }
-}
-
-/// The three tools. `delegate_task` and `subagent` take the contract's input shapes, which
-/// Slate's policy parsers validate (every problem named by JSON path): their properties carry
-/// descriptions and no types, so a host coerces nothing and the model reads Slate's own
-/// refusal. `delegate_coordinate`'s properties are generated from the protocol's params types.
-fn tools() -> Vec<Tool> {
-    vec![
-        Tool::new(
-            DELEGATE_TASK,
-            format!(
-                "Delegate work to Slate subagents (pi workers). Give one task ({TASK_FIELDS}) or an ordered batch in tasks. Slate checks the whole call before anything starts. Foreground by default: the call waits and returns the ordered outcomes. With background: true it returns the accepted identities (UUID@generation) at once; read the outcome later with delegate_coordinate wait or status."
-            ),
-            object(delegate_task_schema()),
-        ),
-        Tool::new(
-            DELEGATE_COORDINATE,
-            "Control and talk to your Slate subagents by exact identity (UUID@generation): status, stop, park, resume, followup, revive, message, inbox, wait. A resume, followup or revive runs in the background; wait or status reads its outcome.",
-            object(coordinate_schema()),
-        ),
-        Tool::new(
-            SUBAGENT,
-            "Run Slate subagents in the compatibility shape: launch one ({agent, task}) or a batch ({tasks}); async by default (returns exact ids at once). Or control them by exact id: {action: agents|list|status|stop|steer|resume}.",
-            object(subagent_schema()),
-        ),
-    ]
-}
-
-fn delegate_task_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "assignment": {"description": "The complete task for one subagent (non-blank text). It inherits nothing else: include what it needs to know."},
-            "taskFile": {"description": "Instead of assignment: a task text file, relative to the task's cwd (no absolute paths, '..', hidden or node_modules components)."},
-            "profile": {"description": "The subagent profile to run it with (e.g. scout, review, general, implementation)."},
-            "cwd": {"description": "Optional: an existing directory to work in (default: the coordinator's directory)."},
-            "model": {"description": "Optional: an exact model selection 'provider/id[:effort]' (or a logical model with a reason), if granted."},
-            "reason": {"description": "With a logical model: why it fits (at most 200 characters)."},
-            "models": {"description": "Optional: a model allowlist that narrows the grants."},
-            "resultSchema": {"description": "Optional: a JSON Schema (supported subset) the subagent's submit_result value must match."},
-            "limits": {"description": "Optional, narrowing only: {deadlineMs, requests, tools, depth, spawns} (positive integers)."},
-            "spawn": {"description": "Optional, narrowing only: the profiles the subagent may spawn ([] for none)."},
-            "coordination": {"description": "Optional, narrowing only: the delegate_coordinate actions it may use ([] for none)."},
-            "tasks": {"description": format!("Instead of a single task: an ordered batch, an array of task objects, each with {TASK_FIELDS}.")},
-            "background": {"description": "Optional: true to return the accepted identities at once instead of waiting for the outcomes."},
-        },
-    })
-}
-
-fn subagent_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "agent": {"description": "Launch: general, scout, review, implementation (or worker, the same as implementation)."},
-            "task": {"description": "Launch: the complete task text; the subagent inherits nothing else."},
-            "cwd": {"description": "Optional: an existing directory to work in (for a batch: the default of its tasks)."},
-            "model": {"description": "Optional: an exact model 'provider/id[:effort]' you are granted."},
-            "limits": {"description": "Optional, narrowing only: {deadlineMs, requests, tools, depth, spawns}."},
-            "tasks": {"description": "Batch: an ordered array of {agent, task, cwd?, model?, limits?}."},
-            "async": {"description": "Optional, default true: return the accepted ids at once; false waits for the results."},
-            "action": {"description": "Instead of a launch: agents (or list), status, stop, steer or resume."},
-            "id": {"description": "status, stop, steer, resume: the exact 'UUID@generation' (never a prefix)."},
-            "message": {"description": "steer, resume: the text."},
-        },
-    })
-}
-
-/// A property of [`coordinate_schema`]: its name, its distinct schemas, and the actions that
-/// require it and that take it optionally.
-type Taken<'a> = (String, Vec<Value>, Vec<&'a str>, Vec<&'a str>);
-
-/// One object schema for every action: `action`, and the union of the properties of each
-/// action's params type (generated by schemars from `control::methods`), each saying which
-/// actions take it. MCP hosts (and model APIs) want one object at the top, not a `oneOf`.
-fn coordinate_schema() -> Value {
-    let mut generator = schemars::generate::SchemaSettings::draft2020_12()
-        .with(|s| s.inline_subschemas = true)
-        .into_generator();
-    let per_action: [(&str, schemars::Schema); 9] = [
-        ("status", generator.root_schema_for::<StatusParams>()),
-        ("stop", generator.root_schema_for::<TargetParams>()),
-        ("park", generator.root_schema_for::<TargetParams>()),
-        (
-            "resume",
-            generator.root_schema_for::<methods::ResumeParams>(),
-        ),
-        (
-            "followup",
-            generator.root_schema_for::<methods::RenewParams>(),
-        ),
-        (
-            "revive",
-            generator.root_schema_for::<methods::RenewParams>(),
-        ),
-        (
-            "message",
-            generator.root_schema_for::<methods::MessageParams>(),
-        ),
-        ("inbox", generator.root_schema_for::<NoParams>()),
-        ("wait", generator.root_schema_for::<methods::WaitParams>()),
-    ];
-    // Per property: its distinct schemas (a name two actions give different types, like
-    // `text`: status's flag and message's string, becomes an `anyOf`), and the actions that
-    // require it or take it optionally.
-    let mut props: Vec<Taken<'_>> = Vec::new();
-    for (action, schema) in &per_action {
-        let value = schema.as_value();
-        let required: Vec<&str> = value
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|r| r.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        let Some(Value::Object(own)) = value.get("properties") else {
-            continue;
-        };
-        for (name, prop) in own {
-            let prop = &non_null(prop.clone());
-            let at = props
-                .iter()
-                .position(|(n, ..)| n == name)
-                .unwrap_or_else(|| {
-                    props.push((name.clone(), Vec::new(), Vec::new(), Vec::new()));
-                    props.len() - 1
-                });
-            let entry = &mut props[at];
-            if !entry.1.contains(prop) {
-                entry.1.push(prop.clone());
-            }
-            if required.contains(&name.as_str()) {
-                entry.2.push(*action);
-            } else {
-                entry.3.push(*action);
-            }
-        }
-    }
-    let mut properties = Map::new();
-    for (name, mut schemas, required, optional) in props {
-        let mut said = Vec::new();
-        if !required.is_empty() {
-            said.push(format!("required by {}", required.join(", ")));
-        }
-        if !optional.is_empty() {
-            said.push(format!("optional for {}", optional.join(", ")));
-        }
-        let said = said.join("; ");
-        let prop = if schemas.len() == 1 {
-            let mut prop = schemas.remove(0);
-            if let Value::Object(prop) = &mut prop {
-                let own = prop
-                    .get("description")
-                    .and_then(Value::as_str)
-                    .map(|d| format!(" {d}"))
-                    .unwrap_or_default();
-                prop.insert(
-                    "description".to_owned(),
-                    Value::String(format!("{said}.{own}")),
-                );
-            }
-            prop
-        } else {
-            json!({"description": format!("{said}."), "anyOf": schemas})
-        };
-        properties.insert(name, prop);
-    }
-    let mut all = Map::new();
-    all.insert(
-        "action".to_owned(),
-        json!({
-            "description": "status (the fleet, or one exact generation), stop, park, resume (a paused generation), followup (an idle one: a new generation), revive (a parked one), message, inbox (read and empty the root inbox) or wait.",
-            "enum": ACTIONS,
-        }),
-    );
-    all.extend(properties);
-    json!({
-        "type": "object",
-        "properties": all,
-        "required": ["action"],
-    })
-}
-
-/// An optional member's schema without its `null`: leaving the member out is how a tool
-/// call says "none" (and a required one never takes `null`).
-fn non_null(mut prop: Value) -> Value {
-    let is_null = |v: &Value| v.get("type").and_then(Value::as_str) == Some("null");
-    if let Some(Value::Array(options)) = prop.get("anyOf")
-        && options.len() == 2
-        && let Some(other) = options.iter().find(|v| !is_null(v))
-        && options.iter().any(is_null)
-    {
-        return other.clone();
-    }
-    if let Some(Value::Array(types)) = prop.get("type")
-        && types.len() == 2
-        && types.iter().any(|t| t == "null")
-        && let Some(other) = types.iter().find(|t| *t != "null").cloned()
-        && let Value::Object(map) = &mut prop
-    {
-        map.insert("type".to_owned(), other);
-    }
-    prop
 }
 
 // ---- the transport's writer -------------------------------------------------------------

@@ -258,7 +258,9 @@ pub fn apply(fleet: &mut Fleet, note: &Notification) -> Applied {
             Applied::Refresh
         }
         Notification::Event(ControlEvent::ShutdownComplete) => Applied::Shutdown,
-        Notification::Event(ControlEvent::Outcome { .. }) => Applied::Ignored,
+        Notification::Event(ControlEvent::Outcome { .. })
+        | Notification::ToolUpdate(_)
+        | Notification::ToolOutcome(_) => Applied::Ignored,
     }
 }
 

@@ -364,6 +364,20 @@ impl Client {
         }
     }
 
+    /// The notifications this connection's own requests cause (a `callTool`'s `toolUpdate`
+    /// and `toolOutcome`), without subscribing to the fleet's events. Once per client, and
+    /// not together with [`Client::subscribe`]. A client that calls tools should take them:
+    /// untaken notifications fill a bounded buffer, after which the client stops reading.
+    pub fn notifications(&self) -> Result<Subscription, ClientError> {
+        let receiver = self
+            .notifications
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+            .ok_or(ClientError::AlreadySubscribed)?;
+        Ok(Subscription { receiver })
+    }
+
     /// Subscribes this connection to the coordinator's events. Once per client.
     pub async fn subscribe(&self) -> Result<Subscription, ClientError> {
         let receiver = self

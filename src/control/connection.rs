@@ -46,6 +46,61 @@ pub const RESERVED_METHODS: [&str; 5] = [
 /// Longest `hello.client` kept.
 const MAX_CLIENT_NAME: usize = 200;
 
+/// Notifications a request's handler sends to its own connection (a tool call's `toolUpdate`
+/// and `toolOutcome`): the connection's outbox, and nothing for a session without one.
+#[derive(Clone, Default)]
+pub struct Notices {
+    outbox: Option<(Outbox, usize)>,
+}
+
+impl std::fmt::Debug for Notices {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.outbox.is_some() {
+            "Notices(connection)"
+        } else {
+            "Notices(none)"
+        })
+    }
+}
+
+/// Every session's notices are alike for comparison: they say where, not who.
+impl PartialEq for Notices {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Notices {}
+
+impl Notices {
+    /// Queues `notification`. `droppable` (progress) is dropped while the peer's queue is
+    /// over half its budget, like an event; otherwise it is queued like a response (a peer
+    /// that does not read is cut). `false` when it was not queued.
+    pub fn send(&self, notification: &Notification, droppable: bool) -> bool {
+        let Some((outbox, max_line)) = &self.outbox else {
+            return false;
+        };
+        let Ok(line) = encode_line(notification) else {
+            return false;
+        };
+        if line.len() > max_line + 1 {
+            return false;
+        }
+        if droppable {
+            outbox.push_event(line)
+        } else {
+            outbox.push_response(Line::Owned(line))
+        }
+    }
+
+    /// Resolves once the connection can take nothing more (at once without one).
+    pub async fn closed(&self) {
+        if let Some((outbox, _)) = &self.outbox {
+            outbox.tx.closed().await;
+        }
+    }
+}
+
 /// What every connection of one server shares.
 pub(super) struct Shared {
     pub handler: Arc<dyn Handler>,
@@ -201,6 +256,10 @@ struct Connection {
     draining: bool,
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "the connection's one loop and its setup"
+)]
 pub(super) async fn run(
     stream: UnixStream,
     session: Session,
@@ -217,6 +276,7 @@ pub(super) async fn run(
         Lane::Regular => (shared.config.max_in_flight, None),
         Lane::Reserved => (1, Some(shared.config.reserved_idle)),
     };
+    let session = with_notices(session, &outbox, &shared);
     let mut conn = Connection {
         peer: place_peer(&session, &shared),
         draining: *stop_signal.borrow(),
@@ -312,6 +372,16 @@ pub(super) async fn run(
             .is_err()
     {
         writer.abort();
+    }
+}
+
+/// `session`, its requests' notices going to `outbox`.
+fn with_notices(session: Session, outbox: &Outbox, shared: &Shared) -> Session {
+    Session {
+        notices: Notices {
+            outbox: Some((outbox.clone(), shared.config.max_server_line)),
+        },
+        ..session
     }
 }
 

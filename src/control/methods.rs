@@ -439,6 +439,8 @@ pub struct SteerParams {
 pub struct MessageParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<Target>,
+    /// Non-blank text.
+    #[schemars(extend("x-maxBytes" = crate::core::bounds::MESSAGE_BYTES))]
     pub text: String,
     #[serde(default)]
     pub mode: MessageMode,
@@ -448,6 +450,11 @@ pub struct MessageParams {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WaitParams {
+    /// How long to wait, in milliseconds (the bounds are the core's to refuse, in its words).
+    #[schemars(extend(
+        "x-minimum" = crate::core::bounds::WAIT_MIN_MS,
+        "x-maximum" = crate::core::bounds::WAIT_MAX_MS
+    ))]
     pub timeout_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<Target>,
@@ -460,6 +467,8 @@ pub struct WaitParams {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ResumeParams {
     pub target: Target,
+    /// The complete continuation text.
+    #[schemars(extend("x-maxBytes" = crate::core::bounds::ASSIGNMENT_BYTES))]
     pub assignment: String,
 }
 
@@ -468,6 +477,8 @@ pub struct ResumeParams {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RenewParams {
     pub target: Target,
+    /// The complete new assignment text.
+    #[schemars(extend("x-maxBytes" = crate::core::bounds::ASSIGNMENT_BYTES))]
     pub assignment: String,
     /// A JSON Schema for the structured result, validated by policy (`$.resultSchema`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -734,6 +745,10 @@ pub struct Lagged {
 pub enum Notification {
     Event(Event),
     Lagged(Lagged),
+    /// The live rows of a running `callTool` on this connection.
+    ToolUpdate(crate::tools::ToolUpdate),
+    /// A background `callTool` of this connection drained.
+    ToolOutcome(crate::tools::ToolOutcome),
 }
 
 // ---- the method table -----------------------------------------------------------------
@@ -840,6 +855,10 @@ methods! {
     Targets = "targets", NoParams => crate::control::targets::TargetsResult;
     /// A background outcome the caller started reached it (marks `deliveredAt`).
     OutcomeDelivered = "outcomeDelivered", crate::control::targets::OutcomeDeliveredParams => crate::control::targets::OutcomeDeliveredResult;
+    /// The caller's model tools (`src/tools`).
+    Tools = "tools", NoParams => crate::tools::ToolsResult;
+    /// One model tool call of the caller; see `toolUpdate` and `toolOutcome`.
+    CallTool = "callTool", crate::tools::CallToolParams => crate::tools::ToolAnswer;
 }
 
 /// A request line as a client writes it.

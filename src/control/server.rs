@@ -42,6 +42,8 @@ pub struct Session {
     /// re-checked before every request. Every core input of a request acts as
     /// `caller.party()`.
     pub caller: super::caller::Caller,
+    /// Notifications to this connection from its requests' handlers.
+    pub notices: super::connection::Notices,
 }
 
 /// The service behind the socket. `hello` and `subscribe` never reach it.
@@ -345,6 +347,7 @@ impl Server {
                         peer_pid: cred.pid(),
                         client: None,
                         caller: super::caller::Caller::Operator,
+                        notices: super::connection::Notices::default(),
                     };
                     let shared = Arc::clone(&shared);
                     let signal = stop_rx.clone();

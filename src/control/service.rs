@@ -14,7 +14,7 @@ use crate::config::live::{LivePolicy, PolicyUnavailable};
 use crate::config::{Loaded, ProfilesView};
 use crate::control::methods::{
     DelegateOutcome, DelegateParams, DelegateResult, Event, FleetStats, FleetStatus, GuardParams,
-    GuardResult, HostExtensionsParams, HostExtensionsResult, ParentToolEndResult,
+    GuardResult, HostExtensionsParams, HostExtensionsResult, NoParams, ParentToolEndResult,
     ParentToolStartResult, ProfilesResult, RenewParams, Request, ShutdownResult, StatusParams,
     StatusResult, SubmitParams, SubmitResult, Target, TranscriptResult,
 };
@@ -35,13 +35,16 @@ use crate::policy::schema::{validate_schema, validate_value};
 use crate::policy::version::{VersionError, check_host_version};
 use crate::runtime::{RuntimeEvent, RuntimeHandle, WhenAbandoned};
 use crate::store::fs::RealFs;
+use crate::tools::Backend as _;
 
 /// What a child generation may ask (the contract's child-local `delegate_task` and
 /// `delegate_coordinate` actions, and its extension's request/tool guard and
 /// `submit_result`); every other method is root-only: `status`, `stop`, `park`, `resume`,
 /// `followup`, `revive` by the contract, and the fleet reads and operator controls because a
 /// child gets "no child registry enumeration, transcript read or arbitrary resource lookup".
-pub const CHILD_METHODS: [&str; 6] = ["delegate", "message", "inbox", "wait", "guard", "submit"];
+pub const CHILD_METHODS: [&str; 8] = [
+    "delegate", "message", "inbox", "wait", "guard", "submit", "tools", "callTool",
+];
 
 /// Methods only a worker generation may call: they act on the caller's own window (its
 /// counters, its structured result), and the root has neither ("no UUID/generation-targetable
@@ -162,7 +165,19 @@ impl Service {
         match request {
             Request::Status(p) => self.status(p).await,
             Request::Agents(_) => raw(&self.rt.query(crate::core::Coordinator::agents).await?),
-            Request::Delegate(p) => raw(&self.delegate(p, actor).await?),
+            Request::Delegate(p) => raw(&self.delegate(p, actor, None).await?),
+            Request::Tools(NoParams {}) => {
+                let caller = ToolBackend::new(self, session).caller().await?;
+                raw(&crate::tools::ToolsResult {
+                    tools: crate::tools::tools_for(caller).to_vec(),
+                })
+            }
+            Request::CallTool(p) => {
+                // Subscribed before the call, so its window's outcome cannot be missed.
+                let events = self.events.subscribe();
+                let backend = ToolBackend::new(self, session);
+                raw(&crate::tools::serve_call(&backend, p, events, session.notices.clone()).await?)
+            }
             Request::Stop(p) => {
                 let target = p.target.0;
                 let reply = self
@@ -501,6 +516,7 @@ impl Service {
         &self,
         p: DelegateParams,
         actor: Party,
+        watch: Option<&crate::tools::Watch>,
     ) -> Result<DelegateResult, ControlError> {
         let mut call = match parse_delegate_task(&p.request) {
             Ok(call) => call,
@@ -535,6 +551,9 @@ impl Service {
                     background: true,
                 })
                 .await?;
+            if let Some(watch) = watch {
+                watch.admitted(&reply);
+            }
             return Ok(DelegateResult::Background(reply));
         }
         // A child waits in its `delegate_task`: when that is aborted (its connection closes
@@ -545,6 +564,9 @@ impl Service {
             Party::Root | Party::Child(_) => WhenAbandoned::Cancels,
         };
         let mut fg = self.rt.delegate_with(actor, tasks, abandoned).await??;
+        if let Some(watch) = watch {
+            watch.admitted(&fg.admitted);
+        }
         let outcome = (&mut fg.outcome)
             .await
             .map_err(|_| ControlError::shutting_down())?;
@@ -817,6 +839,71 @@ impl Handler for Service {
 
     fn actors(&self) -> Option<crate::runtime::ActorRegistry> {
         Some(self.rt.actors().clone())
+    }
+}
+
+/// The tool layer's view of this service, as one connection's caller.
+struct ToolBackend<'a> {
+    service: &'a Service,
+    session: &'a Session,
+}
+
+impl<'a> ToolBackend<'a> {
+    fn new(service: &'a Service, session: &'a Session) -> Self {
+        Self { service, session }
+    }
+}
+
+impl crate::tools::Backend for ToolBackend<'_> {
+    fn caller(&self) -> BoxFuture<'_, Result<crate::tools::Caller, ControlError>> {
+        Box::pin(async move {
+            match actor(self.session) {
+                Party::Root => Ok(crate::tools::Caller::Root),
+                Party::Child(child) => {
+                    let grants = self
+                        .service
+                        .rt
+                        .query(move |c| c.admitted_spec(child).map(crate::tools::Grants::of))
+                        .await?
+                        .ok_or(Refusal::UnknownIdentity(child))?;
+                    Ok(crate::tools::Caller::Child(grants))
+                }
+            }
+        })
+    }
+
+    fn request(&self, request: Request) -> BoxFuture<'_, Result<Payload, ControlError>> {
+        Box::pin(async move {
+            let params = request
+                .params()
+                .map_err(|e| ControlError::internal(&e.to_string()))?;
+            self.service
+                .handle(request.method(), params, self.session)
+                .await
+        })
+    }
+
+    fn delegate<'b>(
+        &'b self,
+        params: DelegateParams,
+        watch: &'b crate::tools::Watch,
+    ) -> BoxFuture<'b, Result<DelegateResult, ControlError>> {
+        Box::pin(async move {
+            if let Some(error) = &self.service.unsupported_host {
+                return Err(ControlError::unsupported_host("delegate", error));
+            }
+            self.service
+                .delegate(params, actor(self.session), Some(watch))
+                .await
+        })
+    }
+
+    fn cwd(&self) -> PathBuf {
+        self.service
+            .policy
+            .current()
+            .map(|loaded| loaded.cwd.clone())
+            .unwrap_or_default()
     }
 }
 

@@ -299,7 +299,7 @@ pub fn handoff(
 /// `slate handoff --check`: would a successor adopt this session's model now? Nothing is
 /// written; the answer names the fix when it would not.
 pub fn check(ctx: &Context<'_>) -> Result<AdoptionCheck, HandoffError> {
-    let s = open_session(ctx)?;
+    let (s, _lock) = open_session(ctx)?;
     let choice = super::gate::ModelChoice {
         model: s.model(),
         effort: s.thinking_level(),

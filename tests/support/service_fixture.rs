@@ -85,6 +85,7 @@ pub async fn operator_call(
         peer_pid: None,
         client: None,
         caller: slate::control::caller::Caller::Operator,
+        notices: slate::control::Notices::default(),
     };
     match service.handle(method, params, &session).await {
         Ok(Payload::Value(v)) => Ok(v),

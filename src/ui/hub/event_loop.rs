@@ -215,7 +215,9 @@ pub(super) async fn forward(mut subscription: Subscription, tx: UnboundedSender<
                 }));
                 return;
             }
-            Notification::Event(ControlEvent::Outcome { .. }) => continue,
+            Notification::Event(ControlEvent::Outcome { .. })
+            | Notification::ToolUpdate(_)
+            | Notification::ToolOutcome(_) => continue,
         };
         if tx.send(msg).is_err() {
             return;

@@ -52,18 +52,6 @@ pub const FILES: &[(&str, &str)] = &[
         "coordinator.ts",
         include_str!("../../../extension/coordinator.ts"),
     ),
-    (
-        "delegate_coordinate.ts",
-        include_str!("../../../extension/delegate_coordinate.ts"),
-    ),
-    (
-        "delegate_task.ts",
-        include_str!("../../../extension/delegate_task.ts"),
-    ),
-    (
-        "delivery.ts",
-        include_str!("../../../extension/delivery.ts"),
-    ),
     ("guards.ts", include_str!("../../../extension/guards.ts")),
     ("handoff.ts", include_str!("../../../extension/handoff.ts")),
     (
@@ -89,26 +77,20 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../../extension/main_session.ts"),
     ),
     (
+        "protocol.gen.ts",
+        include_str!("../../../extension/protocol.gen.ts"),
+    ),
+    (
         "protocol.ts",
         include_str!("../../../extension/protocol.ts"),
     ),
+    ("render.ts", include_str!("../../../extension/render.ts")),
     (
         "reservation.ts",
         include_str!("../../../extension/reservation.ts"),
     ),
-    (
-        "root_tools.ts",
-        include_str!("../../../extension/root_tools.ts"),
-    ),
     ("runtime.ts", include_str!("../../../extension/runtime.ts")),
-    (
-        "subagent.ts",
-        include_str!("../../../extension/subagent.ts"),
-    ),
-    (
-        "submit_result.ts",
-        include_str!("../../../extension/submit_result.ts"),
-    ),
+    ("tools.ts", include_str!("../../../extension/tools.ts")),
     ("widget.ts", include_str!("../../../extension/widget.ts")),
     ("worker.ts", include_str!("../../../extension/worker.ts")),
 ];

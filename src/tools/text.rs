@@ -1,0 +1,147 @@
+//! The model-facing wording of tool answers, and the rows renderers lay out. Every untrusted
+//! text (results, errors, activity) goes through [`SafeText`] here.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::ToolRow;
+use crate::core::{ChildSnapshot, Millis, Status};
+use crate::text::SafeText;
+
+/// The first non-blank line of untrusted text, cleaned.
+fn first_line(raw: &str) -> Option<String> {
+    let line = raw.lines().map(str::trim).find(|l| !l.is_empty())?;
+    Some(SafeText::line(line).into_string())
+}
+
+/// `path` relative to `cwd` when inside it, as given otherwise.
+fn relative(path: &str, cwd: &Path) -> String {
+    Path::new(path)
+        .strip_prefix(cwd)
+        .map_or_else(|_| path.to_owned(), |p| p.display().to_string())
+}
+
+/// The row of one child at `now`.
+pub fn row(child: &ChildSnapshot, cwd: &Path, now: Millis) -> ToolRow {
+    let r = crate::core::ChildRef::new(child.id, child.generation);
+    let ended = matches!(
+        child.status,
+        Status::Settled | Status::Failed | Status::Cancelled
+    );
+    let headline = if ended {
+        match child.status {
+            Status::Settled => child.result.as_deref().and_then(first_line),
+            _ => child
+                .error
+                .as_deref()
+                .or(child.activity.as_deref())
+                .and_then(first_line),
+        }
+    } else {
+        None
+    };
+    let artifacts = child
+        .artifacts
+        .iter()
+        .flat_map(|a| [&a.text, &a.structured, &a.error])
+        .flatten()
+        .map(|p| SafeText::line(&relative(p, cwd)).into_string())
+        .collect();
+    let mut row = ToolRow {
+        target: r.to_string(),
+        handle: r.handle(),
+        role: child.profile.as_str().to_owned(),
+        status: child.status.as_str().to_owned(),
+        elapsed_ms: child
+            .ended_at
+            .unwrap_or(now)
+            .saturating_sub(child.created_at),
+        tokens: child.telemetry.tokens.map(|t| t.total),
+        cost: child.telemetry.cost,
+        activity: child
+            .activity
+            .as_deref()
+            .or(child.progress.as_deref())
+            .and_then(first_line),
+        headline,
+        artifacts,
+        line: String::new(),
+    };
+    row.line = row_line(&row);
+    row
+}
+
+fn glyph(status: &str) -> &'static str {
+    match status {
+        "queued" => "⋯",
+        "setup" => "◌",
+        "running" => "●",
+        "pausing" | "paused" => "‖",
+        "draining" => "◍",
+        "settled" => "✓",
+        "failed" => "✗",
+        _ => "⊘",
+    }
+}
+
+/// One line: mark, role, handle, elapsed, tokens, cost, then the headline once ended or the
+/// latest activity while running.
+pub fn row_line(row: &ToolRow) -> String {
+    let mut out = format!(
+        "{} {} {} {}",
+        glyph(&row.status),
+        row.role,
+        row.handle,
+        crate::text::elapsed_text(row.elapsed_ms)
+    );
+    if let Some(tokens) = row.tokens {
+        let _ = write!(out, " {} tok", crate::text::compact_count(tokens));
+    }
+    if let Some(cost) = row.cost {
+        let _ = write!(out, " ${cost:.4}");
+    }
+    if let Some(text) = row.headline.as_ref().or(row.activity.as_ref()) {
+        out.push_str(" · ");
+        out.push_str(text);
+    } else if row.status != "running" {
+        out.push(' ');
+        out.push_str(&row.status);
+    }
+    out
+}
+
+/// One line per row.
+pub fn rows_text(rows: &[ToolRow]) -> String {
+    rows.iter()
+        .map(|r| r.line.as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// An accepted background call: a few lines the model needs (identities, roles, what
+/// follows); the snapshots stay in `details`.
+pub fn accepted(call: u64, rows: &[ToolRow], wake: &str) -> String {
+    let n = rows.len();
+    let mut out = format!(
+        "Accepted {n} task{} in the background (call {call}):\n",
+        if n == 1 { "" } else { "s" }
+    );
+    for row in rows {
+        let _ = writeln!(out, "- {} {} ({})", row.target, row.role, row.status);
+    }
+    out.push_str(wake);
+    out
+}
+
+/// What follows an accepted background call, per tool.
+pub const NOTIFY: &str = "One message with the outcomes follows when they drain (it does not start a turn); delegate_coordinate wait or status reads them meanwhile.";
+pub const FOLLOW_UP: &str =
+    "One message with the outcomes wakes you when they finish: do not poll.";
+
+/// A drained background window, for the model: what it was, then the preview.
+pub fn outcome(call: u64, preview: &str) -> String {
+    format!(
+        "Background call {call} drained.\n{}",
+        SafeText::lines(preview).as_str()
+    )
+}
