@@ -920,3 +920,28 @@ fn a_wrong_reply_fails_the_schema_and_the_typed_read() {
     assert!(with_schema(|s| s.result("status", &stats)).is_err());
     assert!(serde_json::from_value::<StatusResult>(stats).is_err());
 }
+
+/// The schema is portable (issue 22 item 11): only formats JSON Schema defines, so a strict
+/// validator (Ajv's strict mode) accepts it; unsigned integers say so with `minimum`.
+#[test]
+fn the_protocol_schema_uses_only_standard_formats() {
+    fn walk(value: &serde_json::Value, formats: &mut Vec<String>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                if let Some(f) = map.get("format").and_then(serde_json::Value::as_str) {
+                    formats.push(f.to_owned());
+                }
+                map.values().for_each(|v| walk(v, formats));
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| walk(v, formats)),
+            _ => {}
+        }
+    }
+    let mut formats = Vec::new();
+    walk(&protocol_schema(), &mut formats);
+    formats.sort();
+    formats.dedup();
+    assert_eq!(formats, ["uuid"], "non-standard formats in the protocol schema");
+    let wait = protocol_schema()["$defs"].to_string();
+    assert!(wait.contains("\"minimum\":0"), "unsigned integers keep their minimum");
+}

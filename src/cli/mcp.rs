@@ -225,6 +225,9 @@ struct Inner {
     progress_every: Duration,
     /// Who the host is, for `hello.client`.
     host: Mutex<Option<String>>,
+    /// The least severity the host wants messages of (`logging/setLevel`; [`severity`]), until
+    /// it says otherwise: everything.
+    level: std::sync::atomic::AtomicU8,
 }
 
 /// Why a tool call failed before the tool layer answered (its own refusals are answers).
@@ -280,6 +283,7 @@ impl Slate {
                 socket,
                 progress_every,
                 host: Mutex::new(None),
+                level: std::sync::atomic::AtomicU8::new(0),
             }),
         }
     }
@@ -368,6 +372,7 @@ impl Slate {
         };
         if let Some(call) = answer.pending {
             let peer = context.peer.clone();
+            let inner = Arc::clone(&self.inner);
             tokio::spawn(async move {
                 while let Some(note) = notes.next().await {
                     if let Notification::ToolOutcome(outcome) = note
@@ -379,7 +384,11 @@ impl Slate {
                             "preview": outcome.text,
                             "outcome": outcome.details,
                         });
-                        let _ = log_notice(&peer, data).await;
+                        // The host set a level above `notice`: it asked for no outcome
+                        // messages (docs/mcp.md says to read them with `wait`/`inbox` then).
+                        if inner.level.load(std::sync::atomic::Ordering::Relaxed) <= NOTICE {
+                            let _ = log_notice(&peer, data).await;
+                        }
                         break;
                     }
                 }
@@ -416,6 +425,25 @@ async fn log_notice(peer: &Peer<RoleServer>, data: Value) -> Result<(), rmcp::Se
     .await
 }
 
+/// [`log_notice`]'s severity on [`severity`]'s scale.
+const NOTICE: u8 = 2;
+
+/// RFC 5424's order, as MCP's `LoggingLevel` lists it: debug 0 … emergency 7.
+#[allow(deprecated, reason = "see log_notice")]
+fn severity(level: &rmcp::model::LoggingLevel) -> u8 {
+    use rmcp::model::LoggingLevel as L;
+    match level {
+        L::Debug => 0,
+        L::Info => 1,
+        L::Notice => NOTICE,
+        L::Warning => 3,
+        L::Error => 4,
+        L::Critical => 5,
+        L::Alert => 6,
+        L::Emergency => 7,
+    }
+}
+
 /// The logging capability, for [`log_notice`].
 #[allow(deprecated, reason = "see log_notice")]
 fn capabilities() -> ServerCapabilities {
@@ -432,6 +460,20 @@ impl ServerHandler for Slate {
             .with_instructions(
                 "Slate delegates work to pi subagents; its tools say how (tools/list). Slate checks the whole call before anything starts.",
             )
+    }
+
+    /// `logging/setLevel`: from now on only messages at `level` or above (Slate sends only
+    /// `notice`s: a background call's outcome).
+    #[allow(deprecated, reason = "see log_notice")]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.inner
+            .level
+            .store(severity(&request.level), std::sync::atomic::Ordering::Relaxed);
+        Ok(())
     }
 
     /// The root's tools, as the coordinator's tool layer lists them.

@@ -904,7 +904,7 @@ pub fn protocol_schema() -> Value {
     let notification = generator.subschema_for::<Notification>();
     let error = generator.subschema_for::<crate::control::protocol::ControlError>();
     let defs = generator.take_definitions(true);
-    serde_json::json!({
+    let mut schema = serde_json::json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": format!("Slate control protocol {PROTOCOL_VERSION}"),
         "description": "Generated from src/control/methods.rs by `SLATE_BLESS=1 cargo test --test protocol_schema`; see docs/protocol.md. `x-methods` maps each method to the schemas of its params and result; a response is {id, result} or {id, error}; notifications are {method, params}.",
@@ -913,5 +913,27 @@ pub fn protocol_schema() -> Value {
         "x-notification": notification,
         "x-error": error,
         "$defs": defs,
-    })
+    });
+    portable_formats(&mut schema);
+    schema
+}
+
+/// Without schemars' own `format`s (`uint32`, `uint64`, `int64`, `double`, …): no JSON Schema
+/// vocabulary defines them and a strict validator (Ajv's default strict mode) refuses a
+/// schema that uses them. What they said stays: an unsigned integer keeps its `"minimum": 0`
+/// and every integer its `"type": "integer"`. Standard formats (`uuid`) stay.
+fn portable_formats(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            let nonstandard = map.get("format").and_then(Value::as_str).is_some_and(|f| {
+                f.starts_with("uint") || f.starts_with("int") || f == "double" || f == "float"
+            });
+            if nonstandard {
+                map.remove("format");
+            }
+            map.values_mut().for_each(portable_formats);
+        }
+        Value::Array(items) => items.iter_mut().for_each(portable_formats),
+        _ => {}
+    }
 }
