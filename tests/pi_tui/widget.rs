@@ -127,7 +127,12 @@ fn the_widget_follows_resizes_without_a_wrapped_row_shows_handles_and_tab_comple
     // A handle typed by hand is not a target: the refusal says to use the full identity. (The
     // trailing space closes pi's suggestion menu, which Enter would otherwise accept.)
     pi.submit(&format!("/subagent-stop {} ", handles[1]));
-    pi.wait_for("the refusal", |s| s.contains("handle is for reading only"));
+    pi.wait_for("the refusal", |s| {
+        s.split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .contains("a handle is for reading only")
+    });
     assert_eq!(
         pi.quit(),
         Vec::<String>::new(),

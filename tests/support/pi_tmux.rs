@@ -36,7 +36,13 @@ pub struct InteractivePi {
     pub pi: PiCommand,
     /// The private `XDG_RUNTIME_DIR` (Slate's sockets live below it).
     pub runtime_dir: PathBuf,
+    /// One interactive pi at a time in this test binary (dropped last): six at once, each with
+    /// its workers, on a two-core machine made the screens lag past the waits.
+    _serial: std::sync::MutexGuard<'static, ()>,
 }
+
+/// See [`InteractivePi::_serial`].
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 impl InteractivePi {
     /// pi at `width`×`height` with Slate installed; `prepare` runs on the sandbox after the
@@ -48,6 +54,9 @@ impl InteractivePi {
         prepare: impl FnOnce(&PiSandbox),
     ) -> Option<Self> {
         let pi = pi_env::pi_or_skip(test)?;
+        let serial = SERIAL
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if !tmux_available() {
             assert!(
                 !pi_env::in_ci(),
@@ -66,6 +75,7 @@ impl InteractivePi {
             llm,
             pi,
             runtime_dir,
+            _serial: serial,
         };
         let install = this.slate(&["pi", "install"]);
         assert!(
