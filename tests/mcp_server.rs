@@ -512,7 +512,7 @@ fn end_of_stdin_stops_every_worker_drains_and_exits() {
     }
 }
 
-/// The official MCP Python SDK (`mcp` from PyPI, a client no one here wrote) drives `slate mcp`
+/// The official MCP Python SDK (`mcp` from `PyPI`, a client no one here wrote) drives `slate mcp`
 /// through initialize, logging/setLevel, tools/list, a call with progress and a call it
 /// cancels (`tests/mcp_sdk/client.py`). The interpreter with the SDK is `SLATE_MCP_PYTHON`
 /// (`.ci/run` makes a venv for it); without it the test is skipped loudly, except under

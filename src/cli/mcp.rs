@@ -430,7 +430,7 @@ const NOTICE: u8 = 2;
 
 /// RFC 5424's order, as MCP's `LoggingLevel` lists it: debug 0 … emergency 7.
 #[allow(deprecated, reason = "see log_notice")]
-fn severity(level: &rmcp::model::LoggingLevel) -> u8 {
+fn severity(level: rmcp::model::LoggingLevel) -> u8 {
     use rmcp::model::LoggingLevel as L;
     match level {
         L::Debug => 0,
@@ -470,9 +470,10 @@ impl ServerHandler for Slate {
         request: rmcp::model::SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        self.inner
-            .level
-            .store(severity(&request.level), std::sync::atomic::Ordering::Relaxed);
+        self.inner.level.store(
+            severity(request.level),
+            std::sync::atomic::Ordering::Relaxed,
+        );
         Ok(())
     }
 
