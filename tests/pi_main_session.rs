@@ -97,15 +97,19 @@ impl Main {
         )
     }
 
-    /// The result text of the last `tool_execution_end` of `tool`, and whether it was an error.
-    fn last_tool_result(&self, tool: &str) -> (bool, String) {
-        let end = self
-            .pi
+    /// The last `tool_execution_end` record of `tool`.
+    fn last_tool_end(&self, tool: &str) -> &Value {
+        self.pi
             .of_type("tool_execution_end")
             .into_iter()
             .rev()
             .find(|r| r["toolName"] == tool)
-            .unwrap_or_else(|| panic!("no {tool} result:\n{}", self.evidence()));
+            .unwrap_or_else(|| panic!("no {tool} result:\n{}", self.evidence()))
+    }
+
+    /// The result text of the last `tool_execution_end` of `tool`, and whether it was an error.
+    fn last_tool_result(&self, tool: &str) -> (bool, String) {
+        let end = self.last_tool_end(tool);
         let text = end
             .pointer("/result/content")
             .and_then(Value::as_array)
@@ -189,11 +193,25 @@ fn with_slate_env(command: &mut Command, sandbox: &PiSandbox, pi_argv: &[String]
         .env("SLATE_PI", pi_argv.join(" "));
 }
 
-fn id_of(accepted: &str) -> String {
-    let at = accepted
-        .find("\"id\": \"")
-        .unwrap_or_else(|| panic!("no id: {accepted}"));
-    accepted[at + 7..at + 7 + 36].to_owned()
+/// The one accepted child's identity, from the last `tool` result's `details` (the snapshots
+/// the compact text leaves out); the text the model reads must name it as `UUID@generation`.
+fn accepted_id(main: &Main, tool: &str) -> String {
+    let end = main.last_tool_end(tool);
+    let details = &end["result"]["details"];
+    let children = details["children"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no children in details: {end:#}"));
+    assert_eq!(children.len(), 1, "one accepted child: {end:#}");
+    let id = children[0]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no id: {end:#}"))
+        .to_owned();
+    let generation = &children[0]["generation"];
+    let target = format!("{id}@{generation}");
+    assert_eq!(details["rows"][0]["target"], target.as_str(), "{end:#}");
+    let (_, text) = main.last_tool_result(tool);
+    assert!(text.contains(&target), "the model reads {target}: {text}");
+    id
 }
 
 /// Live processes whose command line mentions `needle` (the session's parent id).
@@ -282,8 +300,9 @@ fn the_root_tools_delegate_to_real_pi_workers_from_the_main_session() {
             )],
         ),
     );
-    let (_, accepted) = main.last_tool_result("delegate_task");
-    let target = format!("{}@1", id_of(&accepted));
+    let (error, accepted) = main.last_tool_result("delegate_task");
+    assert!(!error, "{accepted}");
+    let target = format!("{}@1", accepted_id(&main, "delegate_task"));
     main.run(
         "status",
         &calls(
@@ -380,7 +399,7 @@ fn the_main_sessions_bash_waits_for_a_writer_childs_lease() {
     );
     let (error, accepted) = main.last_tool_result("delegate_task");
     assert!(!error, "{accepted}");
-    let holder = id_of(&accepted);
+    let holder = accepted_id(&main, "delegate_task");
     let touch = json!({"command": format!("touch '{}'", witness.display())});
     main.run("blocked", &calls("blocked", &[("bash", touch.clone())]));
     let (error, reason) = main.last_tool_result("bash");
