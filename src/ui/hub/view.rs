@@ -244,41 +244,67 @@ impl Cursor {
     }
 }
 
+/// One roster line's start, wide or compact: its style (selected, history dimmed), the mark
+/// column and, sorted as a tree, the indent (at most a `1/indent_share` of the width).
+fn row_start(
+    hub: &Hub,
+    r: ChildRef,
+    history: bool,
+    line: Rect,
+    buf: &mut Buffer,
+    indent_share: usize,
+) -> Cursor {
+    let base = match (hub.selected() == Some(r), history) {
+        (true, _) => theme::selected(),
+        (false, true) => theme::dim(),
+        (false, false) => Style::default(),
+    };
+    buf.set_style(line, base);
+    let w = usize::from(line.width);
+    let mut row = Cursor {
+        x: line.x,
+        y: line.y,
+        left: w,
+        base,
+    };
+    row.write(
+        buf,
+        if hub.marks().contains(&r) { "◆" } else { " " },
+        theme::warning(),
+    );
+    if hub.sort() == SortKey::Tree
+        && let Some(e) = hub.roster().get(r)
+    {
+        let depth = usize::try_from(e.snapshot.depth.saturating_sub(1)).unwrap_or(0);
+        row.write(
+            buf,
+            &"  ".repeat(depth.min(w / indent_share)),
+            Style::default(),
+        );
+    }
+    row
+}
+
 fn roster_rows(hub: &Hub, area: Rect, buf: &mut Buffer) {
     if let Some(text) = empty_roster(hub) {
         put(buf, area.x, area.y, area.width, text, theme::dim());
         return;
     }
     let roster = hub.roster();
-    let w = usize::from(area.width);
     for (i, r) in hub.visible_rows().iter().enumerate() {
         let Some(e) = roster.get(*r) else { continue };
         let Ok(dy) = u16::try_from(i) else { break };
         let y = area.y + dy;
         let s = &e.snapshot;
-        let selected = hub.selected() == Some(*r);
         let history = roster.is_history(*r);
-        let base = match (selected, history) {
-            (true, _) => theme::selected(),
-            (false, true) => theme::dim(),
-            (false, false) => Style::default(),
-        };
-        buf.set_style(Rect::new(area.x, y, area.width, 1), base);
-        let mut row = Cursor {
-            x: area.x,
-            y,
-            left: w,
-            base,
-        };
-        row.write(
+        let mut row = row_start(
+            hub,
+            *r,
+            history,
+            Rect::new(area.x, y, area.width, 1),
             buf,
-            if hub.marks().contains(r) { "◆" } else { " " },
-            theme::warning(),
+            4,
         );
-        if hub.sort() == SortKey::Tree {
-            let depth = usize::try_from(s.depth.saturating_sub(1)).unwrap_or(0);
-            row.write(buf, &"  ".repeat(depth.min(w / 4)), Style::default());
-        }
         if history || roster.current_generation(r.id).is_some_and(|g| g > 1) {
             row.write(buf, &format!("g{} ", r.generation), theme::dim());
         }
@@ -370,34 +396,21 @@ fn compact_roster_rows(hub: &Hub, area: Rect, buf: &mut Buffer) {
         return;
     }
     let roster = hub.roster();
-    let w = usize::from(area.width);
     let handle_w = handle_width(hub);
     for (i, r) in hub.visible_rows().iter().enumerate() {
         let Some(e) = roster.get(*r) else { continue };
         let Ok(dy) = u16::try_from(i) else { break };
         let y = area.y + dy;
         let s = &e.snapshot;
-        let base = match (hub.selected() == Some(*r), roster.is_history(*r)) {
-            (true, _) => theme::selected(),
-            (false, true) => theme::dim(),
-            (false, false) => Style::default(),
-        };
-        buf.set_style(Rect::new(area.x, y, area.width, 1), base);
-        let mut row = Cursor {
-            x: area.x,
-            y,
-            left: w,
-            base,
-        };
-        row.write(
+        let history = roster.is_history(*r);
+        let mut row = row_start(
+            hub,
+            *r,
+            history,
+            Rect::new(area.x, y, area.width, 1),
             buf,
-            if hub.marks().contains(r) { "◆" } else { " " },
-            theme::warning(),
+            8,
         );
-        if hub.sort() == SortKey::Tree {
-            let depth = usize::try_from(s.depth.saturating_sub(1)).unwrap_or(0);
-            row.write(buf, &"  ".repeat(depth.min(w / 8)), Style::default());
-        }
         row.write(
             buf,
             &format!("{} ", status_glyph(s.status)),
