@@ -235,6 +235,20 @@ fn hellos(coordinator: &FakeCoordinator) -> Vec<fake_coordinator::Logged> {
         .collect()
 }
 
+/// The methods logged on each connection, in connection order.
+fn connections(coordinator: &FakeCoordinator) -> Vec<Vec<String>> {
+    let log = coordinator.log();
+    let last = log.iter().map(|l| l.connection).max().unwrap_or(0);
+    (1..=last)
+        .map(|connection| {
+            log.iter()
+                .filter(|l| l.connection == connection)
+                .map(|l| l.method.clone())
+                .collect()
+        })
+        .collect()
+}
+
 // ---------------------------------------------------------------------------------------------
 
 #[test]
@@ -339,24 +353,17 @@ fn submit_result_values_reach_slate_exactly_as_the_model_wrote_them() {
             json!({"protocols": [2], "client": CLIENT, "capability": CAPABILITY})
         );
     }
-    let log = w.coordinator.log();
-    let on = |connection: u64| -> Vec<&str> {
-        log.iter()
-            .filter(|l| l.connection == connection)
-            .map(|l| l.method.as_str())
-            .collect()
-    };
+    let guards = ["guard"; 5];
     assert_eq!(
-        on(hellos[0].connection),
+        connections(&w.coordinator),
         [
-            "hello", "tools", "guard", "guard", "guard", "guard", "guard"
+            [&["hello", "tools"][..], &guards].concat(),
+            vec!["hello", "callTool", "submit"],
+            vec!["hello", "callTool", "submit"],
         ],
         "{}",
         w.evidence()
     );
-    for hello in &hellos[1..] {
-        assert_eq!(on(hello.connection), ["hello", "callTool", "submit"]);
-    }
 
     // `--tools` is the ceiling: the always-registered delegate tools are not declared.
     let declared: Vec<String> = w.llm.requests()[0].body["tools"]
@@ -709,21 +716,19 @@ fn delegate_tools_pass_the_models_input_through_and_slates_answers_back() {
         "{ends:?}"
     );
     // Each call had its own connection, with the requests it made; the guards shared one.
-    let log = w.coordinator.log();
-    let connection_of = |method: &str| log.iter().find(|l| l.method == method).unwrap().connection;
-    let calls: Vec<u64> = log
-        .iter()
-        .filter(|l| l.method == "callTool")
-        .map(|l| l.connection)
-        .collect();
-    let guard_connection = connection_of("guard");
-    assert!(!calls.contains(&guard_connection));
-    let mut distinct = calls.clone();
-    distinct.sort_unstable();
-    distinct.dedup();
-    assert_eq!(distinct.len(), 4, "{}", w.evidence());
-    assert_eq!(connection_of("delegate"), calls[0]);
-    assert_eq!(connection_of("stop"), calls[3]);
+    let guards = ["guard"; 9];
+    assert_eq!(
+        connections(&w.coordinator),
+        [
+            [&["hello", "tools"][..], &guards].concat(),
+            vec!["hello", "callTool", "delegate"],
+            vec!["hello", "callTool"],
+            vec!["hello", "callTool"],
+            vec!["hello", "callTool", "stop"],
+        ],
+        "{}",
+        w.evidence()
+    );
     // The delegate tool result's details carry the window's call and its snapshots.
     let details =
         w.pi.of_type("tool_execution_end")
