@@ -345,14 +345,8 @@ fn submit_result_values_reach_slate_exactly_as_the_model_wrote_them() {
 
     // One persistent connection for the tools list and the guards, and one per tool call
     // (with the submit it made), each presenting the capability from descriptor 3.
-    let hellos = hellos(&w.coordinator);
-    assert_eq!(hellos.len(), 3, "{}", w.evidence());
-    for hello in &hellos {
-        assert_eq!(
-            hello.params,
-            json!({"protocols": [2], "client": CLIENT, "capability": CAPABILITY})
-        );
-    }
+    let hello = json!({"protocols": [2], "client": CLIENT, "capability": CAPABILITY});
+    assert_eq!(w.coordinator.params_of("hello"), vec![hello; 3]);
     let guards = ["guard"; 5];
     assert_eq!(
         connections(&w.coordinator),
@@ -618,24 +612,29 @@ fn settled_scout() -> ChildSnapshot {
     }
 }
 
+/// The coordinator's refusal of a child's `stop`.
+const ROOT_ONLY: &str =
+    "stop: root-only action; child 0b6a0000-0000-4000-8000-000000000000@1 cannot call it";
+
+/// A foreground `delegate` answer: window `call` admitted `snapshot` and drained with it.
+fn foreground(call: u64, snapshot: &Value, preview: &str) -> Value {
+    json!({
+        "admitted": {"kind": "admitted", "call": call, "children": [snapshot]},
+        "outcome": {"call": call, "request": 7, "initiator": "0b6a0000-0000-4000-8000-000000000000@1",
+                    "delivery": "foreground", "outcomes": [snapshot]},
+        "preview": preview,
+    })
+}
+
 #[test]
 fn delegate_tools_pass_the_models_input_through_and_slates_answers_back() {
     let preview =
         "1 task, in order:\n1. 0b6a0000-0000-4000-8000-00000000000a@1 scout settled: Found it.";
     let snapshot = serde_json::to_value(settled_scout()).unwrap();
-    let outcome = json!({
-        "admitted": {"kind": "admitted", "call": 3, "children": [snapshot]},
-        "outcome": {"call": 3, "request": 7, "initiator": "0b6a0000-0000-4000-8000-000000000000@1",
-                    "delivery": "foreground", "outcomes": [snapshot]},
-        "preview": preview,
-    });
+    let outcome = foreground(3, &snapshot, preview);
     let answerer = move |method: &str, params: &Value, before: usize| match method {
         "delegate" => Ok(outcome.clone()),
-        "stop" => Err((
-            "root-only".to_owned(),
-            "stop: root-only action; child 0b6a0000-0000-4000-8000-000000000000@1 cannot call it"
-                .to_owned(),
-        )),
+        "stop" => Err(("root-only".to_owned(), ROOT_ONLY.to_owned())),
         other => allow_all(other, params, before),
     };
     // A task that may spawn and coordinate: delegate_task and delegate_coordinate.
@@ -708,13 +707,8 @@ fn delegate_tools_pass_the_models_input_through_and_slates_answers_back() {
             .starts_with("delegate_coordinate stop: params.target"),
         "{ends:?}"
     );
-    assert!(ends[3].1);
-    assert!(
-        ends[3].2.contains(
-            "stop: root-only action; child 0b6a0000-0000-4000-8000-000000000000@1 cannot call it"
-        ),
-        "{ends:?}"
-    );
+    let refused = ("delegate_coordinate".to_owned(), true, ROOT_ONLY.to_owned());
+    assert_eq!(ends[3], refused, "{ends:?}");
     // Each call had its own connection, with the requests it made; the guards shared one.
     let guards = ["guard"; 9];
     assert_eq!(
