@@ -941,14 +941,7 @@ fn the_protocol_schema_uses_only_standard_formats() {
     walk(&protocol_schema(), &mut formats);
     formats.sort();
     formats.dedup();
-    assert_eq!(
-        formats,
-        ["uuid"],
-        "non-standard formats in the protocol schema"
-    );
+    assert_eq!(formats, ["uuid"], "non-standard formats in the protocol schema");
     let wait = protocol_schema()["$defs"].to_string();
-    assert!(
-        wait.contains("\"minimum\":0"),
-        "unsigned integers keep their minimum"
-    );
+    assert!(wait.contains("\"minimum\":0"), "unsigned integers keep their minimum");
 }

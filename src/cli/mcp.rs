@@ -470,10 +470,9 @@ impl ServerHandler for Slate {
         request: rmcp::model::SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        self.inner.level.store(
-            severity(&request.level),
-            std::sync::atomic::Ordering::Relaxed,
-        );
+        self.inner
+            .level
+            .store(severity(&request.level), std::sync::atomic::Ordering::Relaxed);
         Ok(())
     }
 
