@@ -1,6 +1,7 @@
 //! Slate's pi extension inside real pi 1.6 (`pi --mode rpc -ne --no-mcp -e <installed copy>`),
 //! against the fake LLM and a fake coordinator socket that answers `hello`, `guard`, `submit`
-//! and `delegate` the way `docs/protocol.md` says the coordinator does.
+//! and `delegate` the way `docs/protocol.md` says the coordinator does, and `tools` /
+//! `callTool` with Slate's own tool layer (`slate::tools`).
 //!
 //! The extension is the copy the binary installs (`worker::pi::extension::install_into`), pi
 //! gets its capability on descriptor 3 (`SLATE_CAPABILITY_FD=3`) and the socket in
@@ -21,11 +22,14 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use fake_coordinator::{Answer, FakeCoordinator, allow_all, submitted};
+use fake_coordinator::{ALL_GRANTED, Answer, FakeCoordinator, allow_all, submitted};
 use fake_llm::FakeLlm;
 use pi_env::{PiSandbox, RpcPi, message_text};
 use serde_json::{Value, json};
+use slate::core::{ChildSnapshot, Limits, Role, Status, Telemetry, Window};
+use slate::tools::{Caller, Grants};
 use slate::worker::pi::extension::install_into;
+use uuid::Uuid;
 
 /// Generous: two cores, and cargo may be building next to us.
 const RUN_TIMEOUT: Duration = Duration::from_secs(90);
@@ -51,6 +55,8 @@ struct Launch<'a> {
     /// it gets `SLATE_CAPABILITY_FD=999`, a descriptor that is not open (a worker whose
     /// identity cannot be read: the variable alone makes pi a worker).
     capability: bool,
+    /// The generation as the coordinator knows it: which Slate tools it was granted.
+    caller: Caller,
 }
 
 impl Launch<'_> {
@@ -59,6 +65,14 @@ impl Launch<'_> {
             tools,
             socket: None,
             capability: true,
+            caller: ALL_GRANTED,
+        }
+    }
+
+    fn granted(self, grants: Grants) -> Self {
+        Launch {
+            caller: Caller::Child(grants),
+            ..self
         }
     }
 }
@@ -73,7 +87,8 @@ impl Worker {
         let pi_cmd = pi_env::pi_or_skip(test)?;
         let llm = FakeLlm::start().unwrap();
         let sandbox = PiSandbox::new(test, &llm.base_url()).unwrap();
-        let coordinator = FakeCoordinator::start(sandbox.root(), CAPABILITY, answerer).unwrap();
+        let coordinator =
+            FakeCoordinator::start_as(sandbox.root(), CAPABILITY, launch.caller, answerer).unwrap();
         let extension = install_into(&sandbox.root().join("cache/extension")).unwrap();
         let extension = extension.to_str().unwrap();
         let args = [
@@ -220,6 +235,20 @@ fn hellos(coordinator: &FakeCoordinator) -> Vec<fake_coordinator::Logged> {
         .collect()
 }
 
+/// The methods logged on each connection, in connection order.
+fn connections(coordinator: &FakeCoordinator) -> Vec<Vec<String>> {
+    let log = coordinator.log();
+    let last = log.iter().map(|l| l.connection).max().unwrap_or(0);
+    (1..=last)
+        .map(|connection| {
+            log.iter()
+                .filter(|l| l.connection == connection)
+                .map(|l| l.method.clone())
+                .collect()
+        })
+        .collect()
+}
+
 // ---------------------------------------------------------------------------------------------
 
 #[test]
@@ -237,8 +266,12 @@ fn submit_result_values_reach_slate_exactly_as_the_model_wrote_them() {
         }
         other => allow_all(other, params, before),
     };
-    let Some(mut w) = Worker::start("ext-submit", &Launch::tools("read,submit_result"), answerer)
-    else {
+    // A task with a result schema: the coordinator grants submit_result alone.
+    let launch = Launch::tools("read,submit_result").granted(Grants {
+        submit: true,
+        ..Grants::default()
+    });
+    let Some(mut w) = Worker::start("ext-submit", &launch, answerer) else {
         return;
     };
     let nested = r#"{"value": {"answer": "42", "n": 42, "f": 2.5, "s": "2.5", "b": "true", "list": [null, true, "1", {"k": "\u00e9"}], "empty": {}}}"#;
@@ -250,11 +283,21 @@ fn submit_result_values_reach_slate_exactly_as_the_model_wrote_them() {
         ]),
     );
 
-    // The values, exactly: pi's coercion did not touch them ("42" stays a string, etc.).
-    let submits = w.coordinator.params_of("submit");
+    // The input, exactly as the model wrote it, reached Slate's tool layer: pi's coercion did
+    // not touch it ("42" stays a string, etc.), and pi's call ids came with it.
     let nested_value: Value = serde_json::from_str(nested).unwrap();
     assert_eq!(
-        submits,
+        w.coordinator.params_of("callTool"),
+        vec![
+            json!({"tool": "submit_result", "input": {"value": "42"}, "callId": "call_fake_1"}),
+            json!({"tool": "submit_result", "input": nested_value, "callId": "call_fake_2"}),
+        ],
+        "{}",
+        w.evidence()
+    );
+    // ...and the layer submitted those values, untouched.
+    assert_eq!(
+        w.coordinator.params_of("submit"),
         vec![json!({"value": "42"}), nested_value],
         "{}",
         w.evidence()
@@ -300,18 +343,20 @@ fn submit_result_values_reach_slate_exactly_as_the_model_wrote_them() {
     );
     assert_eq!(w.llm.request_count(), 3);
 
-    // One persistent connection, presenting the capability from descriptor 3.
-    let hellos = hellos(&w.coordinator);
-    assert_eq!(hellos.len(), 1, "{}", w.evidence());
+    // One persistent connection for the tools list and the guards, and one per tool call
+    // (with the submit it made), each presenting the capability from descriptor 3.
+    let hello = json!({"protocols": [2], "client": CLIENT, "capability": CAPABILITY});
+    assert_eq!(w.coordinator.params_of("hello"), vec![hello; 3]);
+    let guards = ["guard"; 5];
     assert_eq!(
-        hellos[0].params,
-        json!({"protocols": [2], "client": CLIENT, "capability": CAPABILITY})
-    );
-    assert!(
-        w.coordinator
-            .log()
-            .iter()
-            .all(|l| l.connection == hellos[0].connection)
+        connections(&w.coordinator),
+        [
+            [&["hello", "tools"][..], &guards].concat(),
+            vec!["hello", "callTool", "submit"],
+            vec!["hello", "callTool", "submit"],
+        ],
+        "{}",
+        w.evidence()
     );
 
     // `--tools` is the ceiling: the always-registered delegate tools are not declared.
@@ -449,23 +494,36 @@ fn the_models_bash_cannot_read_the_capability() {
 
 #[test]
 fn an_unreachable_coordinator_fails_closed() {
+    // A worker that cannot ask its coordinator cannot be guarded nor given its tools: the
+    // extension fails pi at load (a worker setup failure), before anything reaches the model.
     let launch = Launch {
         tools: "bash",
         socket: Some(PathBuf::from("/nonexistent/slate/coordinator.sock")),
         capability: true,
+        caller: ALL_GRANTED,
     };
     let Some(mut w) = Worker::start("ext-unreachable", &launch, allow_all) else {
         return;
     };
-    w.run("p1", "SCENARIO:BASH");
-    assert_eq!(w.llm.accepted_connections(), 0, "{}", w.evidence());
+    let status = w.pi.wait_exit(EXIT_TIMEOUT).unwrap().expect("pi exits");
+    assert_eq!(status.code(), Some(1), "{}", w.evidence());
     let stderr = w.pi.stderr_text();
     assert!(
-        stderr
-            .contains("cannot reach the Slate coordinator at /nonexistent/slate/coordinator.sock"),
+        stderr.contains(
+            "Slate worker extension: cannot read this generation's tools: cannot reach the Slate coordinator at /nonexistent/slate/coordinator.sock"
+        ),
         "{stderr}"
     );
-    w.finish();
+    assert!(
+        matches!(
+            w.pi.next_record(Duration::from_secs(1)),
+            Err(pi_env::ReadError::Eof)
+        ),
+        "pi wrote to stdout"
+    );
+    assert_eq!(w.llm.accepted_connections(), 0, "{}", w.evidence());
+    assert!(w.coordinator.log().is_empty());
+    assert_eq!(w.sandbox.leftover_processes(), Vec::<u32>::new());
 }
 
 #[test]
@@ -474,6 +532,7 @@ fn a_worker_whose_identity_cannot_be_read_does_not_start() {
         tools: "read",
         socket: None,
         capability: false,
+        caller: ALL_GRANTED,
     };
     let Some(mut w) = Worker::start("ext-no-identity", &launch, allow_all) else {
         return;
@@ -496,97 +555,182 @@ fn a_worker_whose_identity_cannot_be_read_does_not_start() {
     assert!(w.coordinator.log().is_empty());
 }
 
+/// A settled scout generation, as the coordinator's snapshots say it.
+fn settled_scout() -> ChildSnapshot {
+    ChildSnapshot {
+        id: Uuid::from_u128(0x0b6a_0000_0000_4000_8000_0000_0000_000a),
+        generation: 1,
+        parent_id: Uuid::from_u128(0x0b6a_0000_0000_4000_8000_0000_0000_0000),
+        parent_generation: Some(1),
+        depth: 2,
+        status: Status::Settled,
+        profile: Role::Scout,
+        cwd: "/work".to_owned(),
+        assignment: "Find it".to_owned(),
+        activity: None,
+        progress: None,
+        result: Some("Found it.".to_owned()),
+        model: Some("fake/fake-model".to_owned()),
+        effort: Some("off".to_owned()),
+        requested_model: None,
+        requested_effort: None,
+        logical: None,
+        prewalk: None,
+        telemetry: Telemetry::default(),
+        error: None,
+        transcript: None,
+        limits: Limits {
+            deadline_ms: 1_800_000,
+            requests: 5,
+            tools: 100,
+            depth: 1,
+            spawns: 0,
+        },
+        limit_reason: None,
+        tool_calls: 0,
+        spawns: 0,
+        writer_lease: false,
+        disposed: true,
+        created_at: 0,
+        ended_at: Some(1200),
+        outcome: None,
+        artifacts: None,
+        tools: Vec::new(),
+        leaf_tools: Vec::new(),
+        skills: Vec::new(),
+        capability_denials: Vec::new(),
+        pause_reason: None,
+        retained_context: false,
+        streaming: None,
+        retry: None,
+        delivered_at: None,
+        window: Window {
+            number: 1,
+            started_at: 0,
+            deadline_at: 1_800_000,
+        },
+    }
+}
+
+/// The coordinator's refusal of a child's `stop`.
+const ROOT_ONLY: &str =
+    "stop: root-only action; child 0b6a0000-0000-4000-8000-000000000000@1 cannot call it";
+
+/// A foreground `delegate` answer: window `call` admitted `snapshot` and drained with it.
+fn foreground(call: u64, snapshot: &Value, preview: &str) -> Value {
+    json!({
+        "admitted": {"kind": "admitted", "call": call, "children": [snapshot]},
+        "outcome": {"call": call, "request": 7, "initiator": "0b6a0000-0000-4000-8000-000000000000@1",
+                    "delivery": "foreground", "outcomes": [snapshot]},
+        "preview": preview,
+    })
+}
+
 #[test]
 fn delegate_tools_pass_the_models_input_through_and_slates_answers_back() {
     let preview =
         "1 task, in order:\n1. 0b6a0000-0000-4000-8000-00000000000a@1 scout settled: Found it.";
-    let snapshot =
-        json!({"id": "0b6a0000-0000-4000-8000-00000000000a", "generation": 1, "status": "settled"});
-    let outcome = json!({
-        "admitted": {"kind": "admitted", "call": 3, "children": [snapshot]},
-        "outcome": {"call": 3, "request": 7, "initiator": "0b6a0000-0000-4000-8000-000000000000@1",
-                    "delivery": "foreground", "outcomes": [snapshot]},
-        "preview": preview,
-    });
+    let snapshot = serde_json::to_value(settled_scout()).unwrap();
+    let outcome = foreground(3, &snapshot, preview);
     let answerer = move |method: &str, params: &Value, before: usize| match method {
         "delegate" => Ok(outcome.clone()),
-        "wait" => Ok(json!({"kind": "wait", "result": {"kind": "timeout"}})),
-        "stop" => Err((
-            "root-only".to_owned(),
-            "stop: root-only action; child 0b6a0000-0000-4000-8000-000000000000@1 cannot call it"
-                .to_owned(),
-        )),
+        "stop" => Err(("root-only".to_owned(), ROOT_ONLY.to_owned())),
         other => allow_all(other, params, before),
     };
-    let Some(mut w) = Worker::start(
-        "ext-delegate",
-        &Launch::tools("delegate_task,delegate_coordinate"),
-        answerer,
-    ) else {
+    // A task that may spawn and coordinate: delegate_task and delegate_coordinate.
+    let launch = Launch::tools("delegate_task,delegate_coordinate").granted(Grants {
+        submit: false,
+        delegate: true,
+        coordinate: true,
+    });
+    let Some(mut w) = Worker::start("ext-delegate", &launch, answerer) else {
         return;
     };
     let task = r#"{"assignment": "Find it", "profile": "scout", "limits": {"requests": "5"}, "background": null}"#;
+    let wait = r#"{"action": "wait", "timeoutMs": "100"}"#;
+    let bad_stop = r#"{"action": "stop", "target": {"id": "x", "generation": 1}}"#;
+    let stop = r#"{"action": "stop", "target": "0b6a0000-0000-4000-8000-00000000000a@1"}"#;
     w.run(
         "p1",
         &calls(&[
             ("delegate_task", task),
-            (
-                "delegate_coordinate",
-                r#"{"action": "wait", "timeoutMs": "100"}"#,
-            ),
-            (
-                "delegate_coordinate",
-                r#"{"action": "stop", "target": {"id": "x", "generation": 1}}"#,
-            ),
+            ("delegate_coordinate", wait),
+            ("delegate_coordinate", bad_stop),
+            ("delegate_coordinate", stop),
         ]),
     );
-    // Untouched: "5" stays a string, null stays null, the object target stays an object.
+    // Untouched: "5" and "100" stay strings, null stays null, the object target stays an
+    // object, in what reached Slate's tool layer.
+    let input = |text: &str| serde_json::from_str::<Value>(text).unwrap();
     assert_eq!(
-        w.coordinator.params_of("delegate"),
-        vec![json!({"request": serde_json::from_str::<Value>(task).unwrap()})],
+        w.coordinator.params_of("callTool"),
+        vec![
+            json!({"tool": "delegate_task", "input": input(task), "callId": "call_fake_1"}),
+            json!({"tool": "delegate_coordinate", "input": input(wait), "callId": "call_fake_2"}),
+            json!({"tool": "delegate_coordinate", "input": input(bad_stop), "callId": "call_fake_3"}),
+            json!({"tool": "delegate_coordinate", "input": input(stop), "callId": "call_fake_4"}),
+        ],
         "{}",
         w.evidence()
     );
+    // The layer hands the task to policy as written; the wait's string and the object target
+    // are refused by Slate's strict reading (a coerced 100 would have made a `wait` request);
+    // the well-formed stop goes to the coordinator.
     assert_eq!(
-        w.coordinator.params_of("wait"),
-        vec![json!({"timeoutMs": "100"})]
+        w.coordinator.params_of("delegate"),
+        vec![json!({"request": input(task)})],
+        "{}",
+        w.evidence()
     );
+    assert_eq!(w.coordinator.params_of("wait"), Vec::<Value>::new());
     assert_eq!(
         w.coordinator.params_of("stop"),
-        vec![json!({"target": {"id": "x", "generation": 1}})]
+        vec![json!({"target": "0b6a0000-0000-4000-8000-00000000000a@1"})]
     );
     let ends = w.tool_ends();
-    assert_eq!(ends.len(), 3, "{}", w.evidence());
+    assert_eq!(ends.len(), 4, "{}", w.evidence());
     assert_eq!(
         ends[0],
         ("delegate_task".to_owned(), false, preview.to_owned())
     );
-    assert!(!ends[1].1);
-    assert_eq!(
-        serde_json::from_str::<Value>(&ends[1].2).unwrap(),
-        json!({"kind": "wait", "result": {"kind": "timeout"}})
-    );
-    assert!(ends[2].1);
+    assert!(ends[1].1, "{ends:?}");
     assert!(
-        ends[2].2.contains(
-            "stop: root-only action; child 0b6a0000-0000-4000-8000-000000000000@1 cannot call it"
-        ),
+        ends[1]
+            .2
+            .starts_with("delegate_coordinate wait: params.timeoutMs"),
         "{ends:?}"
     );
-    // The delegate and the wait each had their own connection; the guards shared one.
-    let log = w.coordinator.log();
-    let connection_of = |method: &str| log.iter().find(|l| l.method == method).unwrap().connection;
-    let guard_connection = connection_of("guard");
-    assert_ne!(connection_of("delegate"), guard_connection);
-    assert_ne!(connection_of("wait"), guard_connection);
-    assert_ne!(connection_of("wait"), connection_of("delegate"));
-    assert_eq!(connection_of("stop"), guard_connection);
-    // The delegate tool result's details are the snapshot.
+    assert!(ends[2].1, "{ends:?}");
+    assert!(
+        ends[2]
+            .2
+            .starts_with("delegate_coordinate stop: params.target"),
+        "{ends:?}"
+    );
+    let refused = ("delegate_coordinate".to_owned(), true, ROOT_ONLY.to_owned());
+    assert_eq!(ends[3], refused, "{ends:?}");
+    // Each call had its own connection, with the requests it made; the guards shared one.
+    let guards = ["guard"; 9];
+    assert_eq!(
+        connections(&w.coordinator),
+        [
+            [&["hello", "tools"][..], &guards].concat(),
+            vec!["hello", "callTool", "delegate"],
+            vec!["hello", "callTool"],
+            vec!["hello", "callTool"],
+            vec!["hello", "callTool", "stop"],
+        ],
+        "{}",
+        w.evidence()
+    );
+    // The delegate tool result's details carry the window's call and its snapshots.
     let details =
         w.pi.of_type("tool_execution_end")
             .first()
-            .map(|r| r["result"]["details"].clone());
-    assert_eq!(details, Some(snapshot));
+            .map(|r| r["result"]["details"].clone())
+            .unwrap();
+    assert_eq!(details["call"], 3, "{details}");
+    assert_eq!(details["children"], json!([snapshot]), "{details}");
     w.finish();
 }
 

@@ -191,6 +191,8 @@ fn pi_loads_the_installed_extension_and_uninstall_restores_its_settings() {
     assert_eq!(hellos.len(), 1, "{:?}", coordinator.log());
     assert_eq!(hellos[0]["client"], CLIENT);
     assert_eq!(hellos[0]["capability"], CAPABILITY);
+    // It read this generation's tools from the coordinator's tool layer at load.
+    assert_eq!(coordinator.params_of("tools"), [json!({})]);
     assert!(
         !coordinator.params_of("guard").is_empty(),
         "the request guard asked"

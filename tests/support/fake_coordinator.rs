@@ -1,10 +1,13 @@
 //! A stand-in for Slate's control socket, for tests of the pi extension against real pi before
-//! (and independently of) the coordinator's own `guard` / `submit` handling.
+//! (and independently of) the coordinator's own `guard` / `submit` / `delegate` handling.
 //!
 //! It speaks the framing of `docs/protocol.md` (one JSON object per line) on a Unix socket in a
 //! directory the test owns: `hello` is answered as the server does for a worker's capability
-//! (and refused, with the server's wording, for any other), every later request goes to the
-//! test's [`Answerer`] and is logged ([`FakeCoordinator::log`]). Include it with
+//! (and refused, with the server's wording, for any other). The tool layer is Slate's own:
+//! `tools` answers `slate::tools::tools_for` of the fake's caller, and `callTool` runs
+//! `slate::tools::call` as that caller, whose control requests (`submit`, `delegate`, `wait`,
+//! ...) go to the test's [`Answerer`] like any other request. Every request is logged
+//! ([`FakeCoordinator::log`]), those the tool layer made on the connection of their `callTool`. Include it with
 //! `#[path = "support/fake_coordinator.rs"] mod fake_coordinator;`. Dropping it stops the
 //! acceptor, cuts every connection and joins every thread.
 #![allow(dead_code)]
@@ -18,6 +21,10 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use slate::control::methods::{DelegateParams, DelegateResult};
+use slate::control::protocol::Payload;
+use slate::control::{BoxFuture, ControlError, Request};
+use slate::tools::{Backend, CallToolParams, Caller, Grants, ToolsResult, Watch, tools_for};
 
 const POLL: Duration = Duration::from_millis(5);
 
@@ -46,6 +53,7 @@ pub struct FakeCoordinator {
 struct Shared {
     stop: AtomicBool,
     capability: String,
+    caller: Caller,
     answerer: Box<Answerer>,
     log: Mutex<Vec<Logged>>,
     next_connection: AtomicU64,
@@ -70,11 +78,29 @@ pub fn submitted() -> Value {
     json!({"status": "submitted", "attempts": 1, "errors": [], "message": "Result accepted."})
 }
 
+/// A child granted every Slate tool (for tests that do not care which it has).
+pub const ALL_GRANTED: Caller = Caller::Child(Grants {
+    submit: true,
+    delegate: true,
+    coordinate: true,
+});
+
 impl FakeCoordinator {
-    /// Listen on `<dir>/coordinator.sock` for workers presenting `capability`.
+    /// Listen on `<dir>/coordinator.sock` for workers presenting `capability`, each a child
+    /// granted every Slate tool.
     pub fn start(
         dir: &Path,
         capability: &str,
+        answerer: impl Fn(&str, &Value, usize) -> Answer + Send + Sync + 'static,
+    ) -> io::Result<Self> {
+        Self::start_as(dir, capability, ALL_GRANTED, answerer)
+    }
+
+    /// [`Self::start`], the workers being `caller` (their tools and what they may call).
+    pub fn start_as(
+        dir: &Path,
+        capability: &str,
+        caller: Caller,
         answerer: impl Fn(&str, &Value, usize) -> Answer + Send + Sync + 'static,
     ) -> io::Result<Self> {
         let path = dir.join("coordinator.sock");
@@ -83,6 +109,7 @@ impl FakeCoordinator {
         let shared = Arc::new(Shared {
             stop: AtomicBool::new(false),
             capability: capability.to_owned(),
+            caller,
             answerer: Box::new(answerer),
             log: Mutex::new(Vec::new()),
             next_connection: AtomicU64::new(1),
@@ -193,19 +220,15 @@ fn serve(stream: UnixStream, connection: u64, shared: &Shared) -> io::Result<()>
             .unwrap_or_default()
             .to_owned();
         let params = request.get("params").cloned().unwrap_or(json!({}));
-        let before = {
-            let mut log = lock(&shared.log);
-            let before = log.iter().filter(|l| l.method == method).count();
-            log.push(Logged {
-                connection,
-                method: method.clone(),
-                params: params.clone(),
-                at: Instant::now(),
-            });
-            before
-        };
+        let before = shared.record(connection, &method, &params);
         let answer = if hello_done {
-            (shared.answerer)(&method, &params, before)
+            match method.as_str() {
+                "tools" => Ok(json!(ToolsResult {
+                    tools: tools_for(shared.caller).to_vec()
+                })),
+                "callTool" => call_tool(shared, connection, params),
+                _ => (shared.answerer)(&method, &params, before),
+            }
         } else if method != "hello" {
             Err((
                 "hello-required".into(),
@@ -233,4 +256,86 @@ fn serve(stream: UnixStream, connection: u64, shared: &Shared) -> io::Result<()>
         writer.flush()?;
     }
     Ok(())
+}
+
+impl Shared {
+    /// Logs a request; how many of `method` came before.
+    fn record(&self, connection: u64, method: &str, params: &Value) -> usize {
+        let mut log = lock(&self.log);
+        let before = log.iter().filter(|l| l.method == method).count();
+        log.push(Logged {
+            connection,
+            method: method.to_owned(),
+            params: params.clone(),
+            at: Instant::now(),
+        });
+        before
+    }
+
+    /// One request the tool layer makes, logged and answered by the test.
+    fn answer(&self, connection: u64, method: &str, params: &Value) -> Result<Value, ControlError> {
+        let before = self.record(connection, method, params);
+        (self.answerer)(method, params, before)
+            .map_err(|(code, message)| ControlError::new(code, message))
+    }
+}
+
+/// Slate's tool layer as the fake's caller, its requests going to the test.
+struct FakeBackend<'a> {
+    shared: &'a Shared,
+    connection: u64,
+}
+
+impl Backend for FakeBackend<'_> {
+    fn caller(&self) -> BoxFuture<'_, Result<Caller, ControlError>> {
+        Box::pin(async move { Ok(self.shared.caller) })
+    }
+
+    fn request(&self, request: Request) -> BoxFuture<'_, Result<Payload, ControlError>> {
+        Box::pin(async move {
+            let params = request
+                .params()
+                .map_err(|e| ControlError::internal(&e.to_string()))?;
+            self.shared
+                .answer(self.connection, request.method(), &params)
+                .map(Payload::Value)
+        })
+    }
+
+    fn delegate<'a>(
+        &'a self,
+        params: DelegateParams,
+        _watch: &'a Watch,
+    ) -> BoxFuture<'a, Result<DelegateResult, ControlError>> {
+        Box::pin(async move {
+            let params =
+                serde_json::to_value(params).map_err(|e| ControlError::internal(&e.to_string()))?;
+            let answer = self.shared.answer(self.connection, "delegate", &params)?;
+            serde_json::from_value(answer).map_err(|e| {
+                ControlError::internal(&format!(
+                    "the test's delegate answer is not a DelegateResult: {e}"
+                ))
+            })
+        })
+    }
+
+    fn cwd(&self) -> PathBuf {
+        PathBuf::from("/")
+    }
+}
+
+/// `callTool`: Slate's own tool layer, answering exactly as the coordinator's would.
+fn call_tool(shared: &Shared, connection: u64, params: Value) -> Answer {
+    let params: CallToolParams = serde_json::from_value(params)
+        .map_err(|e| ("invalid-request".to_owned(), format!("callTool: {e}")))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ("internal".to_owned(), e.to_string()))?;
+    let backend = FakeBackend { shared, connection };
+    let answer = runtime.block_on(slate::tools::call(&backend, &params, &Watch::default()));
+    match answer {
+        Ok(answer) => Ok(json!(answer)),
+        Err(e) => Err((e.code, e.message)),
+    }
 }
