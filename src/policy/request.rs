@@ -123,12 +123,10 @@ pub fn parse_delegate_task(input: &Value) -> Result<DelegateCall, Vec<Problem>> 
         };
         DelegateCall { tasks, background }
     } else {
-        let mut allowed = NATIVE_TASK_KEYS.to_vec();
-        allowed.push("background");
+        // The call is its one task: `native_task` names each unknown property once.
         let background = boolean(object, "$", "background", false, &mut problems);
         let mut task_only = object.clone();
         task_only.remove("background");
-        reject_unknown(object, "$", &allowed, &mut problems);
         let tasks = native_task(&Value::Object(task_only), "$", &mut problems)
             .into_iter()
             .collect();
