@@ -294,6 +294,15 @@ async fn input_is_read_strictly_and_an_unknown_tool_is_named() {
         answer["text"],
         "subagent: the input must be a JSON object, not an array"
     );
+    // An empty compatibility launch names the compatibility fields, not delegate_task's.
+    let answer = tool(&operator, "subagent", json!({})).await;
+    assert_eq!(answer["isError"], true, "{answer}");
+    let text = answer["text"].as_str().unwrap();
+    assert!(
+        text.contains("$.agent: required") && text.contains("$.task: required"),
+        "{text}"
+    );
+    assert!(!text.contains("$.assignment"), "{text}");
     // A tool the caller does not have: `unknown-tool`, naming the caller's tools.
     let refused = call(
         &operator,

@@ -496,6 +496,10 @@ impl Cx<'_> {
         cancel_on_close: bool,
     ) -> Result<ToolAnswer, ControlError> {
         if !input.contains_key("action") {
+            // Read as the compatibility shape first, so a malformed launch (even `{}`) is
+            // refused naming that shape's fields (`agent`, `task`), not `delegate_task`'s.
+            parse_subagent(&Value::Object(input.clone()))
+                .map_err(|problems| ControlError::from(Problems(problems)))?;
             return self.delegate(input, cancel_on_close, true).await;
         }
         let request = parse_subagent(&Value::Object(input.clone()))
