@@ -572,3 +572,72 @@ fn the_official_python_sdk_client_initializes_lists_calls_with_progress_and_canc
         assert!(stdout.contains(step), "missing {step:?} in:\n{stdout}");
     }
 }
+
+/// Without a model for the root (or without pi), `slate mcp` still answers `initialize` and
+/// `tools/list`, and refuses each call with the reason and the fix (issue 22 item 13): a host
+/// that only sees a server exit before `initialize` can say nothing but "failed to connect".
+#[test]
+fn without_a_coordinator_it_initializes_lists_the_tools_and_refuses_calls_with_the_fix() {
+    let root = std::env::temp_dir().join(format!("slate-mcp-nocoord-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    for dir in ["work", "agent", "run", "home"] {
+        std::fs::create_dir_all(root.join(dir)).unwrap();
+    }
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_slate"));
+    cmd.arg("mcp")
+        .env("PATH", "/nonexistent")
+        .env_remove("SLATE_PI")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    env(&mut cmd, &root);
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for line in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "delegate_task", "arguments": {"assignment": "x", "profile": "scout"}}}),
+    ] {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    let stdout = child.stdout.take().unwrap();
+    let mut answers = std::collections::HashMap::new();
+    for line in BufReader::new(stdout).lines() {
+        let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if let Some(id) = v["id"].as_u64() {
+            answers.insert(id, v);
+        }
+        if answers.len() == 3 {
+            break;
+        }
+    }
+    drop(stdin);
+    let status = child.wait().unwrap();
+    let _ = std::fs::remove_dir_all(&root);
+    assert_eq!(
+        answers[&1]["result"]["serverInfo"]["name"], "slate",
+        "{:?}",
+        answers[&1]
+    );
+    let tools: Vec<&str> = answers[&2]["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["delegate_task", "delegate_coordinate", "subagent"]);
+    let call = &answers[&3]["result"];
+    assert_eq!(call["isError"], true, "{call}");
+    let text = call["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("no model") && text.contains("--model"),
+        "{text}"
+    );
+    assert!(text.contains("on PATH (or SLATE_PI)"), "{text}");
+    assert_eq!(
+        status.code(),
+        Some(2),
+        "the configuration problem stays: exit 2"
+    );
+}

@@ -113,15 +113,26 @@ async fn session(printer: &Printer, args: &McpArgs) -> Result<ExitCode, Error> {
             .map_or_else(|| parent.clone(), |m: &Metadata| m.parent_id.to_string());
         (located.endpoint.socket, parent_id, None)
     } else {
-        let (socket, parent_id, owned) = start(&args.embed).await?;
-        (socket, parent_id.to_string(), Some(owned))
+        match start(&args.embed).await {
+            Ok((socket, parent_id, owned)) => (socket, parent_id.to_string(), Some(owned)),
+            // A host shows only "failed to connect" for a server that exits before
+            // `initialize`: serve anyway, list the tools, and refuse each call with the fix.
+            Err(e) => {
+                let why = unavailable_reason(&e);
+                printer.err_line(&format!(
+                    "slate mcp: no coordinator: {why}; serving so the host can say so (every tool call is refused with this)"
+                ));
+                let slate = Slate::new(PathBuf::new(), args.progress_every, Some(why));
+                return serve_unavailable(slate, &mut sigint, &mut sigterm, printer).await;
+            }
+        }
     };
     // stdout is the MCP transport: everything for people goes to stderr.
     printer.err_line(&format!(
         "slate mcp: parent {parent_id}, socket {}",
         socket.display()
     ));
-    let slate = Slate::new(socket, args.progress_every);
+    let slate = Slate::new(socket, args.progress_every, None);
     let ct = CancellationToken::new();
     // Non-blocking pipes where the host gave pipes (as every host does): a read of stdin
     // that never ends would otherwise hold up the runtime's exit after a signal.
@@ -175,6 +186,48 @@ async fn session(printer: &Printer, args: &McpArgs) -> Result<ExitCode, Error> {
     Ok(ExitCode::Ok)
 }
 
+/// Why no coordinator could start, as one text with its problems (each naming its fix).
+fn unavailable_reason(error: &Error) -> String {
+    let mut text = error.to_string();
+    if let Error::Problems { problems, .. } = error {
+        for p in problems {
+            text.push_str("; ");
+            text.push_str(&p.to_string());
+        }
+    }
+    SafeText::line(&text).into_string()
+}
+
+/// The MCP session of a `slate mcp` whose coordinator could not start, until the host ends it;
+/// exit 2 (the configuration or environment problem stays).
+async fn serve_unavailable(
+    slate: Slate,
+    sigint: &mut tokio::signal::unix::Signal,
+    sigterm: &mut tokio::signal::unix::Signal,
+    printer: &Printer,
+) -> Result<ExitCode, Error> {
+    let ct = CancellationToken::new();
+    let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
+    let transport = (stdin, SafeJsonWriter::new(stdout));
+    let why = tokio::select! {
+        running = slate.serve_with_ct(transport, ct.clone()) => match running {
+            Ok(running) => {
+                let session_ct = running.cancellation_token();
+                tokio::select! {
+                    _ = running.waiting() => "stdin closed (the MCP host ended the session)",
+                    _ = sigint.recv() => { session_ct.cancel(); "SIGINT received" }
+                    _ = sigterm.recv() => { session_ct.cancel(); "SIGTERM received" }
+                }
+            }
+            Err(_) => "the MCP session ended before it was initialized",
+        },
+        _ = sigint.recv() => { ct.cancel(); "SIGINT received" }
+        _ = sigterm.recv() => { ct.cancel(); "SIGTERM received" }
+    };
+    printer.err_line(&format!("slate mcp: {why}"));
+    Ok(ExitCode::Usage)
+}
+
 /// The own coordinator, as `slate serve` starts one: its socket bound, its runtime running,
 /// its service answering.
 async fn start(embed: &EmbedArgs) -> Result<(PathBuf, uuid::Uuid, Owned), Error> {
@@ -225,6 +278,9 @@ struct Inner {
     progress_every: Duration,
     /// Who the host is, for `hello.client`.
     host: Mutex<Option<String>>,
+    /// Why there is no coordinator (it could not start): tools are listed from the layer's
+    /// definitions and every call is refused with this.
+    unavailable: Option<String>,
     /// The least severity the host wants messages of (`logging/setLevel`; [`severity`]), until
     /// it says otherwise: everything.
     level: std::sync::atomic::AtomicU8,
@@ -277,12 +333,13 @@ impl Failure {
 }
 
 impl Slate {
-    fn new(socket: PathBuf, progress_every: Duration) -> Self {
+    fn new(socket: PathBuf, progress_every: Duration, unavailable: Option<String>) -> Self {
         Self {
             inner: Arc::new(Inner {
                 socket,
                 progress_every,
                 host: Mutex::new(None),
+                unavailable,
                 level: std::sync::atomic::AtomicU8::new(0),
             }),
         }
@@ -484,6 +541,20 @@ impl ServerHandler for Slate {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         self.note_host(&context);
+        if self.inner.unavailable.is_some() {
+            return Ok(ListToolsResult::with_all_items(
+                crate::tools::tools_for(crate::tools::Caller::Root)
+                    .iter()
+                    .map(|spec| {
+                        Tool::new(
+                            spec.name.clone(),
+                            spec.description.clone(),
+                            object(spec.parameters.clone()),
+                        )
+                    })
+                    .collect(),
+            ));
+        }
         let unavailable = |e: ClientError| McpError::internal_error(e.to_string(), None);
         let client = self.connect().await.map_err(unavailable)?;
         let listed = client
@@ -505,6 +576,13 @@ impl ServerHandler for Slate {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         self.note_host(&context);
+        if let Some(why) = &self.inner.unavailable {
+            return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                "Slate cannot run {}: it has no coordinator: {why}. `slate mcp` needs pi 1.5.2 or newer on PATH (or SLATE_PI) and a model for the root (--model, or defaultProvider and defaultModel in pi's settings.json); fix that and restart the server (docs/mcp.md).",
+                SafeText::line(&request.name)
+            ))])
+            .into());
+        }
         let input = request.arguments.unwrap_or_default();
         let name = request.name.to_string();
         match self.call(&context, name, input).await {
