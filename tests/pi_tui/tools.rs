@@ -50,7 +50,11 @@ fn no_overflow(pi: &InteractivePi, width: u16, when: &str) {
 
 #[test]
 fn foreground_and_background_delegations_render_live_rows_that_settle_to_headlines() {
-    for (width, height) in [(160, 45), (80, 24)] {
+    // 80 columns at 45 rows: at 24 rows the model's closing message can push the settled
+    // row above the screen while pi redraws, and pi's full redraw does not keep what scrolled
+    // off, so the row was sometimes gone from the history the test reads (the width is what
+    // can overflow; the widget and Hub tests cover 80x24).
+    for (width, height) in [(160, 45), (80, 45)] {
         let Some(pi) = InteractivePi::start("tui_tools", width, height, |_| {}) else {
             return;
         };
