@@ -365,7 +365,7 @@ impl Cx<'_> {
             Reply::Snapshot { child } => {
                 let row = text::row(child, &self.cwd, crate::runtime::now_ms());
                 ToolAnswer {
-                    text: format!("{}\n{}", text::row_line(&row), row.target),
+                    text: format!("{}\n{}", row.line, row.target),
                     details: json!({"rows": [row], "children": [child]}),
                     is_error: false,
                     pending: None,
@@ -450,11 +450,7 @@ impl Cx<'_> {
             let row = text::row(&view.snapshot, &self.cwd, crate::runtime::now_ms());
             let preview = crate::policy::preview::preview(std::slice::from_ref(&view.snapshot));
             return Ok(ToolAnswer {
-                text: format!(
-                    "{}\n{}",
-                    text::row_line(&row),
-                    SafeText::lines(&preview).as_str()
-                ),
+                text: format!("{}\n{}", row.line, SafeText::lines(&preview).as_str()),
                 details: to_value(&result),
                 is_error: false,
                 pending: None,

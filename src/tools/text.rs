@@ -67,29 +67,16 @@ pub fn row(child: &ChildSnapshot, cwd: &Path, now: Millis) -> ToolRow {
         artifacts,
         line: String::new(),
     };
-    row.line = row_line(&row);
+    row.line = row_line(&row, crate::ui::fleet::status_glyph(child.status));
     row
 }
 
-fn glyph(status: &str) -> &'static str {
-    match status {
-        "queued" => "⋯",
-        "setup" => "◌",
-        "running" => "●",
-        "pausing" | "paused" => "‖",
-        "draining" => "◍",
-        "settled" => "✓",
-        "failed" => "✗",
-        _ => "⊘",
-    }
-}
-
 /// One line: mark, role, handle, elapsed, tokens, cost, then the headline once ended or the
-/// latest activity while running.
-pub fn row_line(row: &ToolRow) -> String {
+/// latest activity while running; `mark` is the status's mark as the fleet widget draws it.
+fn row_line(row: &ToolRow, mark: &str) -> String {
     let mut out = format!(
         "{} {} {} {}",
-        glyph(&row.status),
+        mark,
         row.role,
         row.handle,
         crate::text::elapsed_text(row.elapsed_ms)
