@@ -1,12 +1,11 @@
 /**
- * Slate's pi extension. One set of files, two roles, decided by `SLATE_CAPABILITY_FD` alone
- * (identity.ts):
+ * Slate's pi extension, the entry `slate pi install` lists: the user's own pi session
+ * (main_session.ts): the session's coordinator, the root tools, the slash commands, the fleet
+ * widget and the parent mutation reservation, speaking as the operator.
  *
- * - set: this pi is a Slate worker (worker.ts): the guards and the child-local tools, speaking
- *   as its generation;
- * - unset: this is the user's own pi session (main_session.ts, installed by `slate pi
- *   install`): the session's coordinator, the root tools, the slash commands, the fleet widget
- *   and the parent mutation reservation, speaking as the operator.
+ * Workers start from their own, leaner entry (worker_entry.ts). Should this one ever be loaded
+ * with a worker's identity (`SLATE_CAPABILITY_FD` set, identity.ts), it acts as the worker
+ * (worker.ts) rather than as an operator's session: the role is decided by the identity alone.
  *
  * Everything that counts or decides lives in Slate; the extension keeps no state beyond its
  * connections (a pi `new_session` re-runs this factory, and that is harmless).
@@ -17,12 +16,8 @@ import { openHubOverlay } from "./hub_overlay.ts";
 import { identity } from "./identity.ts";
 import { extensionDir, findInstallation } from "./install.ts";
 import { mainSession } from "./main_session.ts";
+import { CLIENT } from "./version.ts";
 import { worker } from "./worker.ts";
-
-/** Slate's version (a Rust test keeps it equal to Cargo.toml's). */
-export const EXTENSION_VERSION = "0.1.0";
-
-const CLIENT = `slate-pi-extension ${EXTENSION_VERSION}`;
 
 export default function slate(pi: ExtensionAPI): void | Promise<void> {
 	if (identity !== null) {

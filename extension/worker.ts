@@ -2,7 +2,7 @@
  * The extension in a Slate worker (the worker role): the bridge between one pi worker process
  * and its coordinator.
  *
- * Slate starts each worker `pi --mode rpc -ne --no-mcp -e <dir>/index.ts --tools <builtins>,
+ * Slate starts each worker `pi --mode rpc -ne --no-mcp -e <dir>/worker_entry.ts --tools <builtins>,
  * <granted Slate tools> ...` with the generation's capability on descriptor 3 and the control
  * socket in `SLATE_SOCKET` (identity.ts). The extension then
  * - asks Slate before every model request, compaction and tool execution (guards.ts), and

@@ -9,7 +9,9 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use slate::worker::pi::extension::{ENTRY, FILES, content_hash, install_into, is_intact};
+use slate::worker::pi::extension::{
+    ENTRY, FILES, WORKER_ENTRY, content_hash, install_into, is_intact,
+};
 
 fn temp(name: &str) -> tempfile::TempDir {
     tempfile::Builder::new()
@@ -80,16 +82,63 @@ fn every_relative_import_names_a_shipped_file() {
     }
 }
 
+/// The files `entry` loads: itself and every relative import, transitively.
+fn import_closure(entry: &str) -> BTreeSet<&'static str> {
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![FILES.iter().find(|(n, _)| *n == entry).unwrap().0];
+    while let Some(name) = todo.pop() {
+        if !seen.insert(name) {
+            continue;
+        }
+        let (_, content) = FILES.iter().find(|(n, _)| *n == name).unwrap();
+        for line in content.lines() {
+            if let Some((_, rest)) = line.split_once("from \"./") {
+                let imported = rest.split('"').next().unwrap();
+                todo.push(FILES.iter().find(|(n, _)| *n == imported).unwrap().0);
+            }
+        }
+    }
+    seen
+}
+
+#[test]
+fn a_worker_loads_only_the_workers_part_of_the_extension() {
+    let worker = import_closure(WORKER_ENTRY);
+    let main = import_closure(ENTRY);
+    for session_only in [
+        "main_session.ts",
+        "commands.ts",
+        "widget.ts",
+        "hub_overlay.ts",
+        "handoff.ts",
+        "reservation.ts",
+        "install.ts",
+    ] {
+        assert!(
+            !worker.contains(session_only),
+            "{WORKER_ENTRY} loads {session_only}: {worker:?}"
+        );
+        assert!(main.contains(session_only), "{ENTRY} must load {session_only}");
+    }
+    assert!(worker.contains("guards.ts") && worker.contains("tools.ts"));
+    assert!(
+        worker.len() * 2 < main.len(),
+        "a worker loads {} of the main session's {} files",
+        worker.len(),
+        main.len()
+    );
+}
+
 #[test]
 fn the_extension_reports_slates_version() {
-    let (_, index) = FILES.iter().find(|(n, _)| *n == ENTRY).unwrap();
+    let (_, index) = FILES.iter().find(|(n, _)| *n == "version.ts").unwrap();
     let expected = format!(
         "export const EXTENSION_VERSION = \"{}\";",
         env!("CARGO_PKG_VERSION")
     );
     assert!(
         index.lines().any(|l| l == expected),
-        "extension/index.ts must say `{expected}`"
+        "extension/version.ts must say `{expected}`"
     );
 }
 
@@ -99,7 +148,7 @@ fn installs_a_private_complete_copy_named_by_its_content() {
     let base = tmp.path().join("cache/extension");
     let entry = install_into(&base).unwrap();
     let dir = base.join(content_hash());
-    assert_eq!(entry, dir.join("index.ts"));
+    assert_eq!(entry, dir.join(WORKER_ENTRY));
     assert!(entry.is_absolute());
     assert_eq!(content_hash().len(), 32);
     assert!(content_hash().bytes().all(|b| b.is_ascii_hexdigit()));

@@ -2,8 +2,8 @@
 //! files serve a worker (written here for each launch) and the user's main session (written by
 //! `slate pi install`).
 //!
-//! pi loads an extension from files (`-e <abs path>/index.ts`; `.ts` straight from source, no
-//! build step), so every file of it is compiled in with `include_str!` ([`FILES`]) and written
+//! pi loads an extension from files (`-e <abs path>/worker_entry.ts` for a worker, the
+//! directory's `index.ts` for the main session; `.ts` straight from source, no build step), so every file of it is compiled in with `include_str!` ([`FILES`]) and written
 //! out when a worker is launched, to a private content-addressed directory:
 //! `<Slate's cache dir>/extension/<hash>/` (`$XDG_CACHE_HOME/slate`, else `~/.cache/slate`, as
 //! the pi version cache). The directory is 0700 and its files 0600, owned by the current user.
@@ -24,7 +24,7 @@
 //!   a hand-written digest because SHA-256 is not something to write by hand.
 //!
 //! [`installed_extension`] does this once per process and remembers the path (a later call
-//! installs again only if `index.ts` has disappeared meanwhile).
+//! installs again only if the worker entry has disappeared meanwhile).
 
 use std::fs;
 use std::io::{self, Write as _};
@@ -36,8 +36,13 @@ use std::time::{Duration, SystemTime};
 
 use sha2::{Digest, Sha256};
 
-/// The file pi is given with `-e`.
+/// The main session's entry: the file pi loads from the directory `slate pi install` lists.
 pub const ENTRY: &str = "index.ts";
+
+/// The file a worker's pi is given with `-e`: the worker's own entry, which loads only the
+/// worker's part of the extension (issue 23: a lean worker extension), from the same verified
+/// directory.
+pub const WORKER_ENTRY: &str = "worker_entry.ts";
 
 /// Every file of `extension/` that pi loads, by name (`extension/test/` is not shipped). A test
 /// compares this table with the directory, so a new file cannot be forgotten.
@@ -91,8 +96,13 @@ pub const FILES: &[(&str, &str)] = &[
     ),
     ("runtime.ts", include_str!("../../../extension/runtime.ts")),
     ("tools.ts", include_str!("../../../extension/tools.ts")),
+    ("version.ts", include_str!("../../../extension/version.ts")),
     ("widget.ts", include_str!("../../../extension/widget.ts")),
     ("worker.ts", include_str!("../../../extension/worker.ts")),
+    (
+        "worker_entry.ts",
+        include_str!("../../../extension/worker_entry.ts"),
+    ),
 ];
 
 /// Name of the directory under the cache dir that holds the content-addressed copies.
@@ -135,7 +145,7 @@ pub fn hash_files<'a>(files: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> S
         })
 }
 
-/// The absolute path of the installed `index.ts`, installing it on first use (see the module
+/// The absolute path of the installed worker entry ([`WORKER_ENTRY`]), installing it on first use (see the module
 /// docs).
 pub fn installed_extension() -> io::Result<PathBuf> {
     static INSTALLED: Mutex<Option<PathBuf>> = Mutex::new(None);
@@ -155,7 +165,8 @@ pub fn installed_extension() -> io::Result<PathBuf> {
 }
 
 /// Install the extension under `base` (created 0700 if missing) and return the absolute path
-/// of its `index.ts`. Idempotent and safe to run concurrently from several processes.
+/// of its worker entry ([`WORKER_ENTRY`]). Idempotent and safe to run concurrently from
+/// several processes.
 pub fn install_into(base: &Path) -> io::Result<PathBuf> {
     let base = std::path::absolute(base)?;
     private_dir(&base)?;
@@ -165,7 +176,7 @@ pub fn install_into(base: &Path) -> io::Result<PathBuf> {
         put_in_place(&base, &target, hash)?;
     }
     remove_stale(&base);
-    Ok(target.join(ENTRY))
+    Ok(target.join(WORKER_ENTRY))
 }
 
 /// `dir` exists as a directory of ours with mode 0700 (created with parents if missing).
