@@ -55,6 +55,9 @@ struct Launch<'a> {
     /// it gets `SLATE_CAPABILITY_FD=999`, a descriptor that is not open (a worker whose
     /// identity cannot be read: the variable alone makes pi a worker).
     capability: bool,
+    /// Whether `SLATE_CAPABILITY_FD` is set at all (false: the worker entry loaded by a pi
+    /// that is not a worker).
+    identity_env: bool,
     /// The generation as the coordinator knows it: which Slate tools it was granted.
     caller: Caller,
 }
@@ -65,6 +68,7 @@ impl Launch<'_> {
             tools,
             socket: None,
             capability: true,
+            identity_env: true,
             caller: ALL_GRANTED,
         }
     }
@@ -112,7 +116,11 @@ impl Worker {
             c
         } else {
             let mut c = sandbox.command(&pi_cmd, &args);
-            c.env("SLATE_CAPABILITY_FD", "999");
+            if launch.identity_env {
+                c.env("SLATE_CAPABILITY_FD", "999");
+            } else {
+                c.env_remove("SLATE_CAPABILITY_FD");
+            }
             c
         };
         command
@@ -500,6 +508,7 @@ fn an_unreachable_coordinator_fails_closed() {
         tools: "bash",
         socket: Some(PathBuf::from("/nonexistent/slate/coordinator.sock")),
         capability: true,
+        identity_env: true,
         caller: ALL_GRANTED,
     };
     let Some(mut w) = Worker::start("ext-unreachable", &launch, allow_all) else {
@@ -532,6 +541,7 @@ fn a_worker_whose_identity_cannot_be_read_does_not_start() {
         tools: "read",
         socket: None,
         capability: false,
+        identity_env: true,
         caller: ALL_GRANTED,
     };
     let Some(mut w) = Worker::start("ext-no-identity", &launch, allow_all) else {
@@ -552,6 +562,32 @@ fn a_worker_whose_identity_cannot_be_read_does_not_start() {
         ),
         "pi wrote to stdout"
     );
+    assert!(w.coordinator.log().is_empty());
+}
+
+#[test]
+fn the_worker_entry_without_an_identity_does_not_start() {
+    // Workers load `worker_entry.ts`; a pi given it without `SLATE_CAPABILITY_FD` is not a
+    // worker of any coordinator, and the entry refuses to load rather than run unguarded.
+    let launch = Launch {
+        tools: "read",
+        socket: None,
+        capability: false,
+        identity_env: false,
+        caller: ALL_GRANTED,
+    };
+    let Some(mut w) = Worker::start("ext-no-identity-env", &launch, allow_all) else {
+        return;
+    };
+    let status = w.pi.wait_exit(EXIT_TIMEOUT).unwrap().expect("pi exits");
+    assert_eq!(status.code(), Some(1));
+    assert!(
+        w.pi.stderr_text()
+            .contains("Slate worker extension: loaded as a worker without SLATE_CAPABILITY_FD"),
+        "{}",
+        w.pi.stderr_text()
+    );
+    assert_eq!(w.llm.accepted_connections(), 0);
     assert!(w.coordinator.log().is_empty());
 }
 

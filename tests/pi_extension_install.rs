@@ -118,7 +118,10 @@ fn a_worker_loads_only_the_workers_part_of_the_extension() {
             !worker.contains(session_only),
             "{WORKER_ENTRY} loads {session_only}: {worker:?}"
         );
-        assert!(main.contains(session_only), "{ENTRY} must load {session_only}");
+        assert!(
+            main.contains(session_only),
+            "{ENTRY} must load {session_only}"
+        );
     }
     assert!(worker.contains("guards.ts") && worker.contains("tools.ts"));
     assert!(
