@@ -408,7 +408,7 @@ fn render_host_routes(out: &mut String, host: Option<&HostRoutes>) {
     for r in &host.routes {
         let _ = writeln!(
             out,
-            "  {:<15} {}/{} ({})",
+            "  {:<18} {}/{} ({})",
             r.state.words(),
             safe(&r.provider),
             safe(&r.id),
