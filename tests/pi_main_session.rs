@@ -583,6 +583,7 @@ fn delivered(main: &Main, parent: &str) -> std::collections::BTreeMap<String, Op
 /// shown in `slate status --json`'s summary rows too); `/slate effective` in pi shows the
 /// session's remembered providers and which permitted routes this pi has, worded by Slate.
 #[test]
+#[allow(clippy::too_many_lines, reason = "one session, step by step")]
 fn followup_and_revive_windows_are_delivered_and_slate_effective_shows_the_sessions_routing() {
     let Some(mut main) = Main::start_with("main_session_renewals", |sandbox| {
         std::fs::write(

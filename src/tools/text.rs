@@ -209,7 +209,7 @@ mod tests {
         let shown = shown_path("/home/u/.pi/a\u{1b}[31mred\nline/result.txt", &p);
         assert!(shown.starts_with("~/.pi/a"), "{shown:?}");
         assert!(
-            !shown.chars().any(|c| c.is_control()),
+            !shown.chars().any(char::is_control),
             "no control character reaches a terminal: {shown:?}"
         );
     }
