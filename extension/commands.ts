@@ -11,7 +11,7 @@
  * | `/subagent-profiles [--prompts]` | `slate profiles --text [--prompts]` |
  * | `/subagent-hub` | the Hub as a pi overlay: `slate hub --frames` on this session's socket (hub_overlay.ts) |
  * | `/subagent-hub --pane` | `slate hub --parent P --pane`: the Hub in a new tmux pane (Slate picks where) |
- * | `/slate effective [flags]` | `slate effective [flags]` |
+ * | `/slate effective [flags]` | `slate effective --parent P [flags]`, after reporting pi's model registry (`routingFacts`) |
  * | `/slate handoff …`, `/slate resume …` | see handoff.ts |
  *
  * The CLI checks every argument (an identity is `UUID@generation` or `UUID generation`); the
@@ -23,8 +23,7 @@
 import type { ExtensionAPI, ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
 
 import { type CliRun, cliRunner, cliText, type RunCli, withoutErrorPrefix } from "./cli.ts";
-import { showEffective } from "./handoff.ts";
-import type { TargetRow } from "./protocol.ts";
+import type { HostModel, TargetRow } from "./protocol.ts";
 import type { OpenHub } from "./hub_overlay.ts";
 
 /** What a command needs of the session: the CLI, and the coordinator's parent id. */
@@ -97,6 +96,31 @@ export function hubArgv(args: string, parentId: string): { overlay: true } | Arg
 /** Show a run's text: info when it exited 0, else an error. */
 export function showRun(ctx: ExtensionCommandContext, run: CliRun): void {
 	ctx.ui.notify(run.code === 0 ? cliText(run) : withoutErrorPrefix(cliText(run)), run.code === 0 ? "info" : "error");
+}
+
+/**
+ * Show a run whose warnings go to stderr (`slate effective`): exited 0, stdout as info and
+ * stderr, if any, as a warning; otherwise all of it as an error.
+ */
+export function showRunWithWarning(ctx: Pick<ExtensionCommandContext, "ui">, run: CliRun): void {
+	if (run.code !== 0) {
+		ctx.ui.notify(withoutErrorPrefix(cliText(run)), "error");
+		return;
+	}
+	ctx.ui.notify(cliText({ ...run, stderr: "" }), "info");
+	if (run.stderr.trim() !== "") {
+		ctx.ui.notify(withoutErrorPrefix(run.stderr.trimEnd()), "warning");
+	}
+}
+
+/** pi's model registry as facts for Slate: every model, and whether pi has credentials for it. */
+export function hostModels(registry: Pick<ExtensionCommandContext["modelRegistry"], "getAll" | "hasConfiguredAuth">): HostModel[] {
+	return registry.getAll().map((m) => ({ provider: m.provider, id: m.id, credentials: registry.hasConfiguredAuth(m) }));
+}
+
+/** `slate effective`'s argv: this session's facts (`--parent`) when it has a coordinator. */
+export function effectiveArgv(args: string, parentId: string | undefined): string[] {
+	return ["effective", ...(parentId === undefined ? [] : ["--parent", parentId]), ...words(args)];
 }
 
 type Handler = (args: string, ctx: ExtensionCommandContext) => Promise<void>;
@@ -199,6 +223,11 @@ export interface CommandDeps {
 	env: Record<string, string | undefined>;
 	/** The Hub overlay (hub_overlay.ts; passed in because it loads pi-tui, which only pi has). */
 	openHub: OpenHub;
+	/**
+	 * Report pi's model registry to this session's coordinator (`routingFacts`); its parent id,
+	 * or `undefined` when the session has no coordinator.
+	 */
+	reportModels: (models: HostModel[]) => Promise<string | undefined>;
 	/** `/slate handoff …` and `/slate resume …`. */
 	handoff: (sub: "handoff" | "resume", args: string, ctx: ExtensionCommandContext) => Promise<void>;
 }
@@ -258,14 +287,17 @@ export function registerCommands(pi: ExtensionAPI, deps: CommandDeps): void {
 			const { sub, rest } = slateSubcommand(args);
 			switch (sub) {
 				case "effective": {
-					// `slate effective`'s own flags (`--recovery MODEL`, `--approve`) pass through;
-					// then whether this pi has a route routing permits (handoff.ts).
+					// `slate effective`'s own flags (`--recovery MODEL`, `--approve`) pass through.
+					// pi's registry goes to the coordinator first, so Slate can say which permitted
+					// routes this pi has; the session's remembered providers come with `--parent`.
 					const found = deps.cli();
 					if (!found.ok) {
 						ctx.ui.notify(`Slate is not installed for this extension: ${found.reason}`, "error");
 						return;
 					}
-					return showEffective(rest, ctx, found.run);
+					const parentId = await deps.reportModels(hostModels(ctx.modelRegistry));
+					showRunWithWarning(ctx, await found.run(effectiveArgv(rest, parentId), ctx.cwd));
+					return;
 				}
 				case "handoff":
 				case "resume":

@@ -182,6 +182,18 @@ export function mainSession(pi: ExtensionAPI, options: MainSessionOptions): void
 			return s.ok ? (await s.runtime.client.call("targets", {})).targets : [];
 		},
 		cli,
+		reportModels: async (hostModels) => {
+			const s = await started;
+			if (!s.ok) {
+				return undefined;
+			}
+			try {
+				await s.runtime.client.call("routingFacts", { hostModels });
+			} catch {
+				// Not kept: `slate effective --parent` then says pi's models were not reported.
+			}
+			return s.runtime.parentId;
+		},
 		env: options.env,
 		openHub: options.openHub,
 		handoff: registerHandoff(session),

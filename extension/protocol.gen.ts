@@ -60,8 +60,8 @@ export type ChildSnapshot = {
 	/** When the outcome of this generation's latest window reached its parent: the waiting
 	 * caller of a foreground call was answered, or the parent session acknowledged a
 	 * background outcome (`outcomeDelivered`). Absent until then, and again once a new
-	 * window opens (`resume`). A silent window (followup, revive) sends no outcome, so it is
-	 * never set for one. */
+	 * window opens (`resume`). A followup's or revive's window is delivered by the same rule:
+	 * its outcome goes to the call that started it (a tool call's session acknowledges it). */
 	deliveredAt?: (number) | (null);
 	depth: number;
 	disposed: boolean;
@@ -295,6 +295,14 @@ export type HostExtensionsResult = {
 	withheld: Array<Withheld>;
 };
 
+/** One model in the host pi's registry, as pi reports it: `provider/id`, and whether pi has
+ * credentials for it (`ModelRegistry.hasConfiguredAuth`). */
+export type HostModel = {
+	credentials: boolean;
+	id: string;
+	provider: string;
+};
+
 /** One tool a host unit registered. */
 export type HostTool = {
 	name: string;
@@ -522,6 +530,20 @@ export type Retry = {
 /** The four bundled roles. Custom role names are not supported. */
 export type Role = ("scout") | ("review") | ("general") | ("implementation");
 
+/** What a running session knows about routing that the files do not say. */
+export type RoutingFacts = {
+	/** The host pi's registry as last reported; `null` when no host reported one. */
+	hostModels?: (Array<HostModel>) | (null);
+	/** The session's remembered successful providers, logical model → provider. */
+	rememberedProviders: Record<string, string>;
+};
+
+/** `routingFacts` (operator-only): with `hostModels`, the host pi's registry replaces the
+ * session's last report first; either way, the session's routing facts are answered. */
+export type RoutingFactsParams = {
+	hostModels?: (Array<HostModel>) | (null);
+};
+
 /** `SchedulingPolicy`: all values finite; there is no unlimited sentinel. */
 export type SchedulingPolicy = {
 	/** Assignments admitted by one call. */
@@ -636,6 +658,9 @@ export type SummaryRow = {
 	/** Clipped to [`SUMMARY_CHARS`]. */
 	assignment: string;
 	createdAt: number;
+	/** When the outcome of the generation's latest window reached its parent
+	 * ([`ChildSnapshot::delivered_at`]); absent until then. */
+	deliveredAt?: (number) | (null);
 	depth: number;
 	disposed: boolean;
 	endedAt?: (number) | (null);
@@ -907,6 +932,7 @@ export interface GenMethods {
 	profiles: { params: NoParams; result: ProfilesResult };
 	resume: { params: ResumeParams; result: Reply };
 	revive: { params: RenewParams; result: Reply };
+	routingFacts: { params: RoutingFactsParams; result: RoutingFacts };
 	shutdown: { params: NoParams; result: ShutdownResult };
 	status: { params: StatusParams; result: StatusResult };
 	steer: { params: SteerParams; result: Reply };

@@ -107,12 +107,16 @@ export interface Methods {
 	hostExtensions: { params: HostExtensionsParams; result: HostExtensionsResult };
 	targets: GenMethods["targets"];
 	outcomeDelivered: GenMethods["outcomeDelivered"];
+	routingFacts: GenMethods["routingFacts"];
 	tools: GenMethods["tools"];
 	callTool: GenMethods["callTool"];
 }
 
 /** `targets`: one current generation, for completion (`handle` is for reading only). */
 export type { TargetRow } from "./protocol.gen.ts";
+
+/** `routingFacts`: one model of pi's registry, as pi reports it to Slate. */
+export type { HostModel } from "./protocol.gen.ts";
 
 /**
  * Each hand-written entry must agree with Slate's schema (a mismatch fails `tsc`): what Slate
@@ -154,6 +158,7 @@ export const METHODS = [
 	"hostExtensions",
 	"targets",
 	"outcomeDelivered",
+	"routingFacts",
 	"tools",
 	"callTool",
 ] as const satisfies readonly Method[];

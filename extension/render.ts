@@ -1,9 +1,12 @@
 /**
  * How Slate's tools look in pi: layout only. Every word comes from the coordinator: each child
  * row's `line` (status mark, role, 8-character handle, elapsed, tokens, cost, then the latest
- * activity or, once ended, the result headline), the artifact paths (relative to the project),
- * and the model-facing `text`. Here they are coloured by status and fitted to pi's width (every
- * line at most `width` columns, never wrapped), and the full text is shown on pi's expand.
+ * activity or, once ended, the result headline), the artifact paths (relative to the project,
+ * `~/…` under the home directory, sanitized: `src/tools/text.rs`), and the model-facing
+ * `text`. Here they are coloured by status and fitted to pi's width (every line at most `width`
+ * columns, never wrapped by pi): a row is cut with `…`; an artifact path is never cut, it
+ * continues on the next lines, broken after a `/`, so it stays exact. The full text is shown on
+ * pi's expand.
  *
  * A running call shows one live line per child (pi's partial results, from `toolUpdate`); a
  * background call's rows keep updating after its answer (`live`), and settle when its outcome
@@ -46,27 +49,78 @@ let truncateToWidth = (line: string, width: number): string => {
 	const chars = [...line];
 	return chars.length <= width ? line : `${chars.slice(0, Math.max(0, width - 1)).join("")}…`;
 };
+/** Display columns of plain text (pi's `visibleWidth` inside pi; code points outside). */
+let visibleWidth = (text: string): number => [...text].length;
 import("@earendil-works/pi-tui").then(
 	(tui) => {
 		truncateToWidth = (line, width) => tui.truncateToWidth(line, width);
+		visibleWidth = (text) => tui.visibleWidth(text);
 	},
 	() => {},
 );
 
-/** Lines fitted to the width pi gives, never wrapped. */
-class Lines implements Component {
-	private lines: string[];
+/** An artifact path, laid out at render time: exact, on as many lines as the width needs. */
+interface PathLine {
+	path: string;
+	style: (text: string) => string;
+}
 
-	constructor(lines: string[]) {
+type Line = string | PathLine;
+
+/**
+ * `path` after `lead` on the first line and `indent` on the next ones, each at most `width`
+ * columns: broken after a `/` where one fits, else mid-segment (never cut short).
+ */
+export function pathLines(path: string, lead: string, indent: string, width: number): string[] {
+	const out: string[] = [];
+	let rest = [...path];
+	let prefix = lead;
+	while (rest.length > 0) {
+		const room = Math.max(1, width - visibleWidth(prefix));
+		let take = 0;
+		let used = 0;
+		let lastSlash = -1;
+		while (take < rest.length) {
+			const w = visibleWidth(rest[take]);
+			if (used + w > room) {
+				break;
+			}
+			used += w;
+			if (rest[take] === "/") {
+				lastSlash = take;
+			}
+			take += 1;
+		}
+		if (take < rest.length && lastSlash >= 0) {
+			take = lastSlash + 1;
+		}
+		take = Math.max(1, take);
+		out.push(`${prefix}${rest.slice(0, take).join("")}`);
+		rest = rest.slice(take);
+		prefix = indent;
+	}
+	return out;
+}
+
+/** Lines fitted to the width pi gives, never wrapped by pi. */
+class Lines implements Component {
+	private lines: Line[];
+
+	constructor(lines: Line[]) {
 		this.lines = lines;
 	}
 
-	set(lines: string[]): void {
+	set(lines: Line[]): void {
 		this.lines = lines;
 	}
 
 	render(width: number): string[] {
-		return this.lines.map((line) => truncateToWidth(line, Math.max(1, width)));
+		const w = Math.max(1, width);
+		return this.lines.flatMap((line) =>
+			typeof line === "string"
+				? [truncateToWidth(line, w)]
+				: pathLines(line.path, "  → ", "    ", w).map((l) => truncateToWidth(line.style(l), w)),
+		);
 	}
 
 	invalidate(): void {}
@@ -92,12 +146,12 @@ function statusColor(status: string): Color {
 }
 
 /** One child: its line, the mark coloured by status; artifacts below once ended. */
-export function rowLines(row: ToolRow, theme: Theme, withArtifacts: boolean): string[] {
+export function rowLines(row: ToolRow, theme: Theme, withArtifacts: boolean): Line[] {
 	const [mark, ...rest] = [...row.line];
-	const out = [`${theme.fg(statusColor(row.status), mark ?? "")}${rest.join("")}`];
+	const out: Line[] = [`${theme.fg(statusColor(row.status), mark ?? "")}${rest.join("")}`];
 	if (withArtifacts) {
 		for (const path of row.artifacts ?? []) {
-			out.push(theme.fg("dim", `  → ${path}`));
+			out.push({ path, style: (text) => theme.fg("dim", text) });
 		}
 	}
 	return out;
@@ -182,7 +236,7 @@ export function renderResult(
 		redraw.set(context.toolCallId, context.invalidate);
 	}
 	const rows = later?.rows ?? details?.rows;
-	const lines: string[] = [];
+	const lines: Line[] = [];
 	if (context.isError || details?.error !== undefined) {
 		lines.push(...textLines(text, options.expanded, 6, theme).map((l) => theme.fg("error", l)));
 	} else if (rows !== undefined && rows.length > 0) {
@@ -217,7 +271,7 @@ export function renderOutcome(
 ): Component {
 	const details = (message.details ?? {}) as ToolDetails;
 	const text = typeof message.content === "string" ? message.content : "";
-	const lines = [theme.fg("toolTitle", theme.bold(`Slate · call ${details.call ?? "?"} drained`))];
+	const lines: Line[] = [theme.fg("toolTitle", theme.bold(`Slate · call ${details.call ?? "?"} drained`))];
 	for (const row of details.rows ?? []) {
 		lines.push(...rowLines(row, theme, true));
 	}

@@ -144,6 +144,11 @@ pub enum Command {
         /// route fails) or an exact `provider/id` route.
         #[arg(long, value_name = "MODEL")]
         recovery: Option<String>,
+        /// Also show what the running session with this parent id knows: its remembered
+        /// successful providers, and which permitted routes its host pi has (as pi last
+        /// reported its model registry; `/slate effective` in pi reports it first).
+        #[arg(long, value_name = "ID")]
+        parent: Option<String>,
     },
     /// Run one `delegate_task` request (JSON file, or `-` for stdin) in an embedded
     /// coordinator for this directory and print the ordered outcomes.
@@ -537,7 +542,13 @@ pub fn try_main(printer: &Printer, command: Command) -> Result<ExitCode, Error> 
             approve,
             no_approve,
             recovery,
-        } => effective::run(printer, approval(approve, no_approve), recovery.as_deref()),
+            parent,
+        } => effective::run(
+            printer,
+            approval(approve, no_approve),
+            recovery.as_deref(),
+            parent,
+        ),
         Command::Run {
             file,
             backend,

@@ -534,3 +534,172 @@ fn slate_handoff_inside_pi_switches_to_the_successor_and_sends_its_kickoff() {
         "the kickoff is in the successor: {successor_text}"
     );
 }
+
+/// The notices a slash command showed (`ctx.ui.notify`: `(kind, text)`), read up to pi's
+/// answer to the command.
+fn command_notices(main: &mut Main, id: &str, command: &str) -> Vec<(String, String)> {
+    let before = main.pi.of_type("extension_ui_request").len();
+    main.pi
+        .send(&json!({"id": id, "type": "prompt", "message": command}))
+        .unwrap();
+    if let Err(e) = main
+        .pi
+        .read_until(RUN_TIMEOUT, |r| r["type"] == "response" && r["id"] == id)
+    {
+        panic!("no answer to {command} ({e:?}):\n{}", main.evidence());
+    }
+    main.pi.of_type("extension_ui_request")[before..]
+        .iter()
+        .filter(|r| r["method"] == "notify")
+        .map(|r| {
+            (
+                r["notifyType"].as_str().unwrap_or("info").to_owned(),
+                r["message"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The summary rows of `slate status --json` (`--parent P`), by `UUID@generation`: their
+/// `deliveredAt`.
+fn delivered(main: &Main, parent: &str) -> std::collections::BTreeMap<String, Option<u64>> {
+    let out = main.slate(&["status", "--json", "--parent", parent]);
+    let value: Value = serde_json::from_slice(&out.stdout).unwrap();
+    value["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                format!("{}@{}", c["id"].as_str().unwrap(), c["generation"]),
+                c["deliveredAt"].as_u64(),
+            )
+        })
+        .collect()
+}
+
+/// Issue 21: a followup's and a revive's window is delivered by the same rule as a
+/// delegation's (its outcome message reaches the session, which acknowledges it: `deliveredAt`,
+/// shown in `slate status --json`'s summary rows too); `/slate effective` in pi shows the
+/// session's remembered providers and which permitted routes this pi has, worded by Slate.
+#[test]
+#[allow(clippy::too_many_lines, reason = "one session, step by step")]
+fn followup_and_revive_windows_are_delivered_and_slate_effective_shows_the_sessions_routing() {
+    let Some(mut main) = Main::start_with("main_session_renewals", |sandbox| {
+        std::fs::write(
+            sandbox.agent_dir.join("slate.json"),
+            r#"{"router": {"models": {"add": [{"model": "fake-logical", "capabilityRating": 50,
+                "effort": "off", "costRating": 10, "preferredProvider": "fake",
+                "providers": {"fake": "fake-model"}, "guidelines": [], "cautions": []}]}}}"#,
+        )
+        .unwrap();
+    }) else {
+        return;
+    };
+    // Before any logical action: nothing remembered; pi has the permitted fake route.
+    main.run("hello", "hello");
+    let notices = command_notices(&mut main, "eff1", "/slate effective");
+    let info = &notices
+        .iter()
+        .find(|(k, _)| k == "info")
+        .unwrap_or_else(|| panic!("{notices:?}"))
+        .1;
+    assert!(
+        info.contains("Remembered successful providers\n  none."),
+        "{info}"
+    );
+    assert!(
+        info.contains("Permitted routes in this session's pi"),
+        "{info}"
+    );
+    assert!(
+        info.lines().any(|l| l.trim_start().starts_with("usable ")
+            && l.contains("fake/fake-model (fake-logical)")),
+        "{info}"
+    );
+    assert!(
+        !notices.iter().any(|(k, _)| k == "warning"),
+        "a usable route: no warning: {notices:?}"
+    );
+
+    // A foreground logical delegation: delivered when answered; it publishes its provider.
+    main.run(
+        "fg",
+        &calls(
+            "foreground",
+            &[(
+                "delegate_task",
+                json!({"assignment": "Greet the team", "profile": "scout",
+                       "model": "fake-logical", "reason": "the test's one logical model"}),
+            )],
+        ),
+    );
+    let (error, text) = main.last_tool_result("delegate_task");
+    assert!(!error, "{text}");
+    let id = main.last_tool_end("delegate_task")["result"]["details"]["children"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let parent = main.parent_id();
+    assert!(
+        delivered(&main, &parent)[&format!("{id}@1")].is_some(),
+        "a foreground answer delivers: {:?}",
+        delivered(&main, &parent)
+    );
+    let notices = command_notices(&mut main, "eff2", "/slate effective");
+    let info = &notices.iter().find(|(k, _)| k == "info").unwrap().1;
+    assert!(
+        info.lines()
+            .any(|l| l.trim() == "fake-logical         fake"),
+        "the session remembers fake for fake-logical:\n{info}"
+    );
+
+    // followup (idle → generation 2), then park and revive (parked → generation 3): each
+    // window's outcome reaches the session as one message and is acknowledged.
+    let steps = [
+        (
+            "followup",
+            vec![(
+                "delegate_coordinate",
+                json!({"action": "followup", "target": format!("{id}@1"), "assignment": "Greet again"}),
+            )],
+        ),
+        (
+            "revive",
+            vec![
+                (
+                    "delegate_coordinate",
+                    json!({"action": "park", "target": format!("{id}@2")}),
+                ),
+                (
+                    "delegate_coordinate",
+                    json!({"action": "revive", "target": format!("{id}@2"), "assignment": "Greet once more"}),
+                ),
+            ],
+        ),
+    ];
+    for (n, (title, script)) in steps.iter().enumerate() {
+        let script: Vec<(&str, Value)> = script.iter().map(|(t, v)| (*t, v.clone())).collect();
+        main.run(title, &calls(title, &script));
+        let (error, text) = main.last_tool_result("delegate_coordinate");
+        assert!(!error, "{title}: {text}");
+        let messages = main.expect_outcome_messages(n + 1);
+        let generation = n + 2;
+        assert!(
+            messages[n]["content"]
+                .to_string()
+                .contains(&format!("{id}@{generation}")),
+            "{title}: {:#}",
+            messages[n]
+        );
+        let deadline = Instant::now() + RUN_TIMEOUT;
+        while delivered(&main, &parent)[&format!("{id}@{generation}")].is_none() {
+            assert!(
+                Instant::now() < deadline,
+                "{title}: generation {generation} never delivered: {:?}",
+                delivered(&main, &parent)
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}

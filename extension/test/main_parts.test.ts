@@ -11,10 +11,11 @@ import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
 import { ControlClient } from "../control.ts";
-import { hubArgv, statusArgv, steerArgv, stopArgv, slateSubcommand, targetCompletions } from "../commands.ts";
+import { effectiveArgv, hostModels, hubArgv, showRunWithWarning, statusArgv, steerArgv, stopArgv, slateSubcommand, targetCompletions } from "../commands.ts";
 import { parseServed, serveArgs } from "../coordinator.ts";
-import { handoffArgv, permittedRoutes, recordedModel, registerHandoff, routeWarning, wrapLines } from "../handoff.ts";
+import { handoffArgv, recordedModel, registerHandoff, wrapLines } from "../handoff.ts";
 import { findInstallation } from "../install.ts";
+import { pathLines } from "../render.ts";
 import type { TargetRow } from "../protocol.ts";
 import { frame, parseRows, rowsWidth, sizeRequest, watchArgs } from "../widget.ts";
 import { FakeCoordinator, type Handler } from "./fake_coordinator.ts";
@@ -357,31 +358,49 @@ test("a notice wraps at spaces within the width, continuation lines indented und
 	}
 });
 
-test("/slate effective warns when no route routing permits is usable in this pi", () => {
-	const effective = {
-		policy: {
-			ordinary: ["luna-6", "mine"],
-			definitions: [
-				{ model: "luna-6", providers: { openai: "gpt-6-luna" } },
-				{ model: "mine", providers: { fake: "fake-reasoner" } },
-				{ model: "excluded", providers: { fake: "fake-model" } },
-			],
-		},
+test("/slate effective: pi's registry goes to Slate as facts, and Slate's warning is shown as a warning", () => {
+	const models = [
+		{ provider: "fake", id: "fake-model" },
+		{ provider: "openai", id: "gpt-6-luna" },
+	];
+	const registry = {
+		getAll: () => models,
+		hasConfiguredAuth: (m: { provider: string }) => m.provider === "fake",
 	};
-	const routes = permittedRoutes(effective);
-	assert.deepEqual(routes, [
-		{ model: "luna-6", provider: "openai", id: "gpt-6-luna" },
-		{ model: "mine", provider: "fake", id: "fake-reasoner" },
+	assert.deepEqual(hostModels(registry as never), [
+		{ provider: "fake", id: "fake-model", credentials: true },
+		{ provider: "openai", id: "gpt-6-luna", credentials: false },
 	]);
-	const model = { provider: "fake", id: "fake-reasoner" };
-	const registry = (auth: boolean) => ({
-		find: (p: string, id: string) => (p === "fake" && id === "fake-reasoner" ? model : undefined),
-		hasConfiguredAuth: () => auth,
-	});
-	assert.equal(routeWarning(routes, registry(true) as never), undefined, "one usable route: no warning");
-	const warning = routeWarning(routes, registry(false) as never) ?? "";
-	assert.match(warning, /none of the 2 routes routing permits is usable in this pi/);
-	assert.match(warning, /openai\/gpt-6-luna \(luna-6: not in pi's models\)/);
-	assert.match(warning, /fake\/fake-reasoner \(mine: no credentials\)/);
-	assert.equal(routeWarning(permittedRoutes({ blocked: true, policy: null }), registry(false) as never), undefined, "blocked: the CLI's text says so");
+	assert.deepEqual(effectiveArgv(" --recovery luna-6 ", "P"), ["effective", "--parent", "P", "--recovery", "luna-6"]);
+	assert.deepEqual(effectiveArgv("", undefined), ["effective"]);
+	const shown: [string, string][] = [];
+	const ctx = { ui: { notify: (text: string, kind: string) => shown.push([kind, text]) } };
+	showRunWithWarning(ctx as never, { code: 0, stdout: "Routing for /w\n", stderr: "routing: none of the 2 routes …\n" });
+	assert.deepEqual(shown, [
+		["info", "Routing for /w"],
+		["warning", "routing: none of the 2 routes …"],
+	]);
+	shown.length = 0;
+	showRunWithWarning(ctx as never, { code: 0, stdout: "Routing for /w\n", stderr: "" });
+	assert.deepEqual(shown, [["info", "Routing for /w"]]);
+	shown.length = 0;
+	showRunWithWarning(ctx as never, { code: 3, stdout: "", stderr: "error: no coordinator\n" });
+	assert.deepEqual(shown, [["error", "no coordinator"]]);
+});
+
+test("an artifact path that does not fit is continued after a `/`, never cut", () => {
+	const path = "~/.pi/agent/sessions/--home-u-src-app--/delegation/01a2359e-7c44-72d9-bb5f-9ead7511340c/21681057-8fe0-44a0-b287-2e3343f12579/result.txt";
+	for (const width of [20, 40, 80, 200]) {
+		const lines = pathLines(path, "  → ", "    ", width);
+		for (const l of lines) {
+			assert.ok([...l].length <= width, `${width}: ${l}`);
+		}
+		assert.equal(lines.map((l, i) => l.slice(i === 0 ? 4 : 4)).join(""), path, `${width}: exact`);
+		if (width >= 80) {
+			assert.ok(lines.slice(0, -1).every((l) => l.endsWith("/")), `${width}: broken after a slash: ${lines.join("|")}`);
+		}
+	}
+	assert.deepEqual(pathLines("out/result.txt", "  → ", "    ", 80), ["  → out/result.txt"]);
+	// Narrower than a segment: the segment is split, still whole.
+	assert.equal(pathLines("abcdefghij", "  → ", "    ", 6).map((l) => l.slice(4)).join(""), "abcdefghij");
 });

@@ -261,8 +261,10 @@ test("/subagent-status runs `slate status --parent <session>` and shows its text
 	}
 	await pi.command("subagent-profiles").handler("", fakeCtx(notices));
 	assert.deepEqual(notices.at(-1), { text: "ran profiles --text", level: "info" });
-	await pi.command("slate").handler("effective", fakeCtx(notices));
-	assert.deepEqual(notices.at(-1), { text: "ran effective", level: "info" });
+	// pi's registry goes to the coordinator first; the CLI then answers for this session.
+	const modelRegistry = { getAll: () => [{ provider: "fake", id: "fake-model" }], hasConfiguredAuth: () => true };
+	await pi.command("slate").handler("effective", { ...fakeCtx(notices), modelRegistry } as never);
+	assert.deepEqual(notices.at(-1), { text: `ran effective --parent ${SESSION_ID}`, level: "info" });
 	await pi.command("slate").handler("bogus", fakeCtx(notices));
 	assert.deepEqual(notices.at(-1), {
 		text: "/slate bogus: unknown subcommand; expected effective, handoff or resume",

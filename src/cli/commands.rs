@@ -64,6 +64,33 @@ fn snapshot_reply(reply: &Reply) -> String {
     }
 }
 
+/// `slate stop`'s answer: one short sentence naming the generation by role and handle, and
+/// what the stop did to it (it fits an 80-column pi, where `/subagent-stop` shows it; the
+/// table row is `slate status TARGET`'s).
+fn stop_answer(reply: &Reply) -> String {
+    let Reply::Snapshot { child } = reply else {
+        return snapshot_reply(reply);
+    };
+    let who = format!(
+        "{} {}",
+        child.profile.as_str(),
+        crate::core::ChildRef::new(child.id, child.generation).handle()
+    );
+    match child.status {
+        Status::Cancelled => format!("Stopped {who}: cancelled.\n"),
+        Status::Draining => {
+            format!("Stopping {who}: it drains, then ends cancelled.\n")
+        }
+        Status::Settled | Status::Failed => format!(
+            "{who} had already ended ({}); nothing of it runs now.\n",
+            child.status.as_str()
+        ),
+        Status::Queued | Status::Setup | Status::Running | Status::Pausing | Status::Paused => {
+            format!("Stop asked for {who}; it is {}.\n", child.status.as_str())
+        }
+    }
+}
+
 fn compact<T: serde::Serialize>(value: &T) -> String {
     crate::json::to_string(value).unwrap_or_default()
 }
@@ -92,9 +119,13 @@ pub fn run(printer: &Printer, command: Command) -> Result<ExitCode, Error> {
     let usage = |e: String| Err(Error::Usage(e));
     match command {
         Command::Stop { target, select } => {
-            targeted::<method::Stop>(printer, &target, select.parent, |target| TargetParams {
-                target,
-            })
+            let t = parse_target(&target)?;
+            block_on(simple::<method::Stop>(
+                printer,
+                select.parent,
+                TargetParams { target: t },
+                stop_answer,
+            ))
         }
         Command::Park { target, select } => {
             targeted::<method::Park>(printer, &target, select.parent, |target| TargetParams {

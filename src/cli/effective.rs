@@ -2,6 +2,11 @@
 //! ordinary membership, definitions, fixed efforts, exact permissions, configured preferred
 //! providers (apart from remembered successful ones), compressor order, errors, warnings,
 //! evidence limits and `workerExtensions`; never any credential. Exit 2 when routing is blocked.
+//!
+//! With `--parent ID` it also asks that running session (`routingFacts`) for what only the
+//! session knows: its remembered successful providers, and the host pi's model registry as pi
+//! last reported it. From those it says which permitted routes this pi can use, and warns
+//! (on stderr) when none can: the next handoff would pause its successor.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -11,6 +16,7 @@ use serde::Serialize;
 
 use crate::cli::{Error, ExitCode, Printer};
 use crate::config::routing::{LoadedRouting, load_routing};
+use crate::control::session_routing::{HostModel, RoutingFacts, RoutingFactsParams};
 use crate::policy::recovery::{
     RecoveryStop, Remembered, RouteAttempt, compressor_plan, initial_route, ordinary_recovery,
     reverse_map,
@@ -27,6 +33,10 @@ const REMEMBERED_NOTE: &str = "Remembered successful providers belong to a runni
 persists no remembered-provider store, and this command runs outside any session, so none are \
 shown.";
 
+/// What the remembered section shows with `--parent`.
+const SESSION_NOTE: &str = "This session's memory: only a successful logical action publishes \
+a provider; reopening, replacement and handoff clear them.";
+
 /// The JSON answer (schema in docs/routing.md).
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -40,9 +50,17 @@ pub struct EffectiveView {
     /// Configured preferred provider of each definition (from the definitions, never from
     /// session memory).
     pub preferred_providers: BTreeMap<String, String>,
-    /// Remembered successful providers of a session: always empty here (see `rememberedNote`).
+    /// Remembered successful providers of the session named by `--parent`; empty without it
+    /// (see `rememberedNote`).
     pub remembered_providers: BTreeMap<String, String>,
     pub remembered_note: &'static str,
+    /// With `--parent`: the session's parent id, whose facts these are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// With `--parent`, once the session's host pi reported its registry: the permitted routes
+    /// and what pi has of each.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_routes: Option<HostRoutes>,
     /// The compressor list expanded into exact routes, in the order compression tries them.
     pub compressor_routes: Vec<RouteAttempt>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -65,10 +83,125 @@ pub struct RecoveryView {
     pub stop: Option<RecoveryStop>,
 }
 
+/// The exact routes routing permits (ordinary membership), as the host pi has them.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HostRoutes {
+    pub routes: Vec<HostRoute>,
+    /// At least one route is in pi's registry with credentials.
+    pub usable: bool,
+    /// When none is usable (and routing permits any): why that matters and the fix.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+}
+
+/// One permitted route and what the host pi has of it.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HostRoute {
+    /// The logical model that permits it.
+    pub model: String,
+    pub provider: String,
+    pub id: String,
+    pub state: RouteState,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RouteState {
+    /// In pi's registry, with credentials.
+    Usable,
+    /// In pi's registry, without credentials.
+    NoCredentials,
+    /// Not in pi's registry.
+    NotInRegistry,
+}
+
+impl RouteState {
+    fn words(self) -> &'static str {
+        match self {
+            RouteState::Usable => "usable",
+            RouteState::NoCredentials => "no credentials",
+            RouteState::NotInRegistry => "not in pi's models",
+        }
+    }
+}
+
+/// Each route routing permits, against the host's registry; the warning when none is usable.
+pub fn host_routes(policy: Option<&RoutingPolicy>, models: &[HostModel]) -> HostRoutes {
+    let mut routes = Vec::new();
+    for name in policy.map(|p| p.ordinary.as_slice()).unwrap_or_default() {
+        let Some(d) = policy.and_then(|p| p.definition(name)) else {
+            continue;
+        };
+        for (provider, id) in &d.providers {
+            let found = models
+                .iter()
+                .filter(|m| &m.provider == provider && &m.id == id)
+                .map(|m| m.credentials)
+                .max();
+            let state = match found {
+                Some(true) => RouteState::Usable,
+                Some(false) => RouteState::NoCredentials,
+                None => RouteState::NotInRegistry,
+            };
+            routes.push(HostRoute {
+                model: d.model.clone(),
+                provider: provider.clone(),
+                id: id.clone(),
+                state,
+            });
+        }
+    }
+    let usable = routes.iter().any(|r| r.state == RouteState::Usable);
+    let warning = (!usable && !routes.is_empty()).then(|| {
+        let mut text = format!(
+            "routing: none of the {} routes routing permits is usable in this pi, so a handoff \
+             pauses its successor (adoption) until one is:",
+            routes.len()
+        );
+        for r in &routes {
+            let _ = write!(
+                text,
+                "\n  - {}/{} ({}: {})",
+                safe(&r.provider),
+                safe(&r.id),
+                r.model,
+                r.state.words()
+            );
+        }
+        text.push_str(
+            "\nFix: configure one of these in pi (/login, models.json), or permit a model pi \
+             has in slate.json (/slate handoff shows the entry for the current model).",
+        );
+        text
+    });
+    HostRoutes {
+        routes,
+        usable,
+        warning,
+    }
+}
+
+/// `routingFacts` of the session with parent id `parent`.
+fn session_facts(parent: String) -> Result<RoutingFacts, Error> {
+    crate::cli::fleet::block_on(async move {
+        let client = crate::cli::fleet::connect(Some(parent)).await?;
+        Ok(
+            client
+                .request::<crate::control::methods::method::RoutingFacts>(
+                    &RoutingFactsParams::default(),
+                )
+                .await?,
+        )
+    })
+}
+
 pub fn run(
     printer: &Printer,
     approve: Option<bool>,
     recovery: Option<&str>,
+    parent: Option<String>,
 ) -> Result<ExitCode, Error> {
     let cwd = std::env::current_dir()
         .map_err(|e| Error::Environment(format!("the current directory cannot be read: {e}")))?;
@@ -85,11 +218,23 @@ pub fn run(
         }
         (Some(from), Some(policy)) => Some(recovery_for(policy, from).map_err(Error::Usage)?),
     };
-    let view = view(loaded, recovery_view);
+    let facts = parent.clone().map(session_facts).transpose()?;
+    let mut view = view(loaded, recovery_view);
+    if let Some(facts) = facts {
+        view.remembered_providers = facts.remembered_providers;
+        view.remembered_note = SESSION_NOTE;
+        view.host_routes = facts
+            .host_models
+            .map(|models| host_routes(view.report.policy.as_ref(), &models));
+        view.session = parent;
+    }
     if printer.json() {
         printer.value(&view)?;
     } else {
         printer.out(&render(&view))?;
+        if let Some(warning) = view.host_routes.as_ref().and_then(|h| h.warning.as_ref()) {
+            printer.err_line(warning);
+        }
     }
     // Blocked routing is the answer, printed in full, and exits 2.
     if view.report.blocked {
@@ -124,6 +269,8 @@ fn view(loaded: LoadedRouting, recovery: Option<RecoveryView>) -> EffectiveView 
         preferred_providers,
         remembered_providers: BTreeMap::new(),
         remembered_note: REMEMBERED_NOTE,
+        session: None,
+        host_routes: None,
         compressor_routes,
         recovery,
     }
@@ -238,7 +385,36 @@ pub fn render(view: &EffectiveView) -> String {
     if let Some(recovery) = &view.recovery {
         render_recovery(&mut out, recovery);
     }
+    if view.session.is_some() {
+        render_host_routes(&mut out, view.host_routes.as_ref());
+    }
     out
+}
+
+/// The permitted routes as the session's pi has them (the warning itself goes to stderr).
+fn render_host_routes(out: &mut String, host: Option<&HostRoutes>) {
+    let _ = writeln!(out, "\nPermitted routes in this session's pi");
+    let Some(host) = host else {
+        let _ = writeln!(
+            out,
+            "  not reported: pi reports its models when `/slate effective` runs in it"
+        );
+        return;
+    };
+    if host.routes.is_empty() {
+        let _ = writeln!(out, "  none: routing permits no route");
+        return;
+    }
+    for r in &host.routes {
+        let _ = writeln!(
+            out,
+            "  {:<18} {}/{} ({})",
+            r.state.words(),
+            safe(&r.provider),
+            safe(&r.id),
+            r.model
+        );
+    }
 }
 
 fn render_policy(out: &mut String, view: &EffectiveView, policy: &RoutingPolicy) {
@@ -261,10 +437,15 @@ fn render_policy(out: &mut String, view: &EffectiveView, policy: &RoutingPolicy)
     for (model, provider) in &view.preferred_providers {
         let _ = writeln!(out, "  {model:<20} {provider}");
     }
-    let _ = writeln!(
-        out,
-        "\nRemembered successful providers\n  none. {REMEMBERED_NOTE}"
-    );
+    let _ = writeln!(out, "\nRemembered successful providers");
+    if view.remembered_providers.is_empty() {
+        let _ = writeln!(out, "  none. {}", view.remembered_note);
+    } else {
+        for (model, provider) in &view.remembered_providers {
+            let _ = writeln!(out, "  {:<20} {}", safe(model), safe(provider));
+        }
+        let _ = writeln!(out, "  {}", view.remembered_note);
+    }
     let _ = writeln!(out, "\nCompressor order");
     for (i, entry) in policy.compressor.iter().enumerate() {
         let routes: Vec<String> = view

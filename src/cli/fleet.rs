@@ -89,9 +89,7 @@ pub fn block_on_multi<F: std::future::Future<Output = Result<ExitCode, Error>>>(
 }
 
 /// Run an async command body on a small runtime.
-pub fn block_on(
-    body: impl std::future::Future<Output = Result<ExitCode, Error>>,
-) -> Result<ExitCode, Error> {
+pub fn block_on<T>(body: impl std::future::Future<Output = Result<T, Error>>) -> Result<T, Error> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -855,6 +855,9 @@ methods! {
     Targets = "targets", NoParams => crate::control::targets::TargetsResult;
     /// A background outcome the caller started reached it (marks `deliveredAt`).
     OutcomeDelivered = "outcomeDelivered", crate::control::targets::OutcomeDeliveredParams => crate::control::targets::OutcomeDeliveredResult;
+    /// Operator-only: the session's remembered providers and the host pi's model registry
+    /// (which the host reports with it); `slate effective --parent` reads them.
+    RoutingFacts = "routingFacts", crate::control::session_routing::RoutingFactsParams => crate::control::session_routing::RoutingFacts;
     /// The caller's model tools (`src/tools`).
     Tools = "tools", NoParams => crate::tools::ToolsResult;
     /// One model tool call of the caller; see `toolUpdate` and `toolOutcome`.

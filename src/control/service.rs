@@ -362,11 +362,43 @@ impl Service {
                 })
             }
             Request::HostExtensions(p) => raw(&self.host_extensions(&p)?),
+            Request::RoutingFacts(p) => raw(&self.routing_facts(actor, p)?),
             // The connection answers these itself; reaching here is a bug.
             Request::Hello(_) | Request::Subscribe(_) => Err(ControlError::internal(
                 "hello and subscribe are handled by the connection",
             )),
         }
+    }
+
+    /// `routingFacts`: the host's registry report kept (the operator's only), then the
+    /// session's remembered providers and the last report. A service without routing (no agent
+    /// dir) remembers nothing and keeps no report.
+    fn routing_facts(
+        &self,
+        actor: Party,
+        p: crate::control::session_routing::RoutingFactsParams,
+    ) -> Result<crate::control::session_routing::RoutingFacts, ControlError> {
+        if let Party::Child(actor) = actor {
+            return Err(Refusal::RootOnly {
+                action: "routingFacts",
+                actor,
+            }
+            .into());
+        }
+        if let Some(models) = &p.host_models
+            && models.len() > crate::control::session_routing::HOST_MODELS_MAX
+        {
+            return Err(ControlError::invalid_request(&format!(
+                "params.hostModels: at most {} models, not {}",
+                crate::control::session_routing::HOST_MODELS_MAX,
+                models.len()
+            )));
+        }
+        Ok(self
+            .routing
+            .as_ref()
+            .map(|r| r.facts(p.host_models))
+            .unwrap_or_default())
     }
 
     /// `hostExtensions`: the session's `workerExtensions` patterns select from the units the

@@ -7,8 +7,16 @@
 //! generation that settled without error publishes the provider of its latest accepted route
 //! for that route's logical model; failure, cancellation and any other end publish nothing.
 //! Admission order, not finish order, decides which success wins.
+//!
+//! The session also keeps what its host pi last reported of its own model registry
+//! ([`HostModel`], `routingFacts`): only pi knows which `provider/id` pairs it has and which
+//! of them have credentials, and `slate effective --parent` words what that means for routing.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use crate::core::{ChildSnapshot, LogicalSnapshot, Status};
 use crate::policy::logical::LogicalContext;
@@ -22,6 +30,40 @@ struct Inner {
     report: Option<RoutingReport>,
     prefs: SessionPreferences,
     next_admission: Admission,
+    /// What the host pi last reported of its model registry (`None` until it does).
+    host_models: Option<Vec<HostModel>>,
+}
+
+/// One model in the host pi's registry, as pi reports it: `provider/id`, and whether pi has
+/// credentials for it (`ModelRegistry.hasConfiguredAuth`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HostModel {
+    pub provider: String,
+    pub id: String,
+    pub credentials: bool,
+}
+
+/// At most this many models in one report (pi's whole catalog is a few hundred).
+pub const HOST_MODELS_MAX: usize = 20_000;
+
+/// `routingFacts` (operator-only): with `hostModels`, the host pi's registry replaces the
+/// session's last report first; either way, the session's routing facts are answered.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RoutingFactsParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_models: Option<Vec<HostModel>>,
+}
+
+/// What a running session knows about routing that the files do not say.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RoutingFacts {
+    /// The session's remembered successful providers, logical model → provider.
+    pub remembered_providers: BTreeMap<String, String>,
+    /// The host pi's registry as last reported; `null` when no host reported one.
+    pub host_models: Option<Vec<HostModel>>,
 }
 
 /// Shared by every surface that resolves delegations in this session.
@@ -52,6 +94,7 @@ impl SessionRouting {
                 report,
                 prefs: SessionPreferences::new(),
                 next_admission: 1,
+                host_models: None,
             }),
         })
     }
@@ -117,6 +160,18 @@ impl SessionRouting {
     /// The session's remembered successful providers, logical model → provider.
     pub fn remembered(&self) -> Remembered {
         self.lock().prefs.remembered()
+    }
+
+    /// `routingFacts`: keep `host_models` when given (the newest report wins), then the facts.
+    pub fn facts(&self, host_models: Option<Vec<HostModel>>) -> RoutingFacts {
+        let mut inner = self.lock();
+        if let Some(models) = host_models {
+            inner.host_models = Some(models);
+        }
+        RoutingFacts {
+            remembered_providers: inner.prefs.remembered(),
+            host_models: inner.host_models.clone(),
+        }
     }
 
     /// Watch `rt`'s registry events and publish from every finished logical generation, until

@@ -55,6 +55,10 @@ pub struct SummaryRow<'a> {
     pub disposed: bool,
     pub created_at: u64,
     pub ended_at: Option<u64>,
+    /// When the outcome of the generation's latest window reached its parent
+    /// ([`ChildSnapshot::delivered_at`]); absent until then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivered_at: Option<u64>,
     /// The identity's presence (rows are current generations); absent in read-only history.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub presence: Option<Presence>,
@@ -96,6 +100,7 @@ impl<'a> SummaryRow<'a> {
             disposed: s.disposed,
             created_at: s.created_at,
             ended_at: s.ended_at,
+            delivered_at: s.delivered_at,
             presence: None,
         }
     }

@@ -77,7 +77,9 @@ pub enum Delivery {
     Foreground,
     /// One notification per call after all items drain.
     Background,
-    /// Followup/revive: no unsolicited completion message (use wait/status).
+    /// Followup/revive: the caller gets the admission, not the outcome (wait/status read it);
+    /// the drained window is published like a background one, so the tool call that started
+    /// it delivers it to its session (and acknowledges it: `deliveredAt`).
     Silent,
 }
 

@@ -224,8 +224,8 @@ pub struct ChildSnapshot {
     /// When the outcome of this generation's latest window reached its parent: the waiting
     /// caller of a foreground call was answered, or the parent session acknowledged a
     /// background outcome (`outcomeDelivered`). Absent until then, and again once a new
-    /// window opens (`resume`). A silent window (followup, revive) sends no outcome, so it is
-    /// never set for one.
+    /// window opens (`resume`). A followup's or revive's window is delivered by the same rule:
+    /// its outcome goes to the call that started it (a tool call's session acknowledges it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivered_at: Option<Millis>,
     /// A retry in progress, as the worker reported it.

@@ -39,6 +39,11 @@ pub trait Backend: Send + Sync {
     ) -> BoxFuture<'a, Result<DelegateResult, ControlError>>;
     /// The directory artifact paths are shown relative to.
     fn cwd(&self) -> PathBuf;
+    /// Where artifact paths are shown from: the project, and `~/` for the home directory
+    /// (this process's `HOME`: the coordinator runs as the user whose session it serves).
+    fn places(&self) -> text::Places {
+        text::Places::new(self.cwd(), std::env::var_os("HOME").map(PathBuf::from))
+    }
 }
 
 /// Where a call's admission goes, once: to the task that follows its window.
@@ -87,7 +92,7 @@ pub async fn serve_call(
         events,
         notices,
         params.call_id.clone(),
-        backend.cwd(),
+        backend.places(),
     ));
     let answer = call(backend, &params, &watch).await;
     if !matches!(
@@ -109,14 +114,17 @@ async fn follow(
     mut events: broadcast::Receiver<Event>,
     notices: Notices,
     call_id: Option<String>,
-    cwd: PathBuf,
+    places: text::Places,
 ) {
     let Ok((call, mut children)) = admitted.await else {
         return;
     };
     let rows = |children: &[ChildSnapshot]| -> Vec<ToolRow> {
         let now = crate::runtime::now_ms();
-        children.iter().map(|c| text::row(c, &cwd, now)).collect()
+        children
+            .iter()
+            .map(|c| text::row(c, &places, now))
+            .collect()
     };
     let update = |children: &[ChildSnapshot]| {
         let rows = rows(children);
@@ -206,7 +214,7 @@ pub async fn call(
     let cx = Cx {
         backend,
         watch,
-        cwd: backend.cwd(),
+        places: backend.places(),
     };
     let answer = match tool {
         DELEGATE_TASK => cx.delegate(input, params.cancel_on_close, false).await,
@@ -285,7 +293,7 @@ fn compat_child(child: &ChildSnapshot) -> Value {
 struct Cx<'a> {
     backend: &'a dyn Backend,
     watch: &'a Watch,
-    cwd: PathBuf,
+    places: text::Places,
 }
 
 impl Cx<'_> {
@@ -293,7 +301,7 @@ impl Cx<'_> {
         let now = crate::runtime::now_ms();
         children
             .iter()
-            .map(|c| text::row(c, &self.cwd, now))
+            .map(|c| text::row(c, &self.places, now))
             .collect()
     }
 
@@ -363,7 +371,7 @@ impl Cx<'_> {
                 self.admitted(call.0, children, compat)
             }
             Reply::Snapshot { child } => {
-                let row = text::row(child, &self.cwd, crate::runtime::now_ms());
+                let row = text::row(child, &self.places, crate::runtime::now_ms());
                 ToolAnswer {
                     text: format!("{}\n{}", row.line, row.target),
                     details: json!({"rows": [row], "children": [child]}),
@@ -447,7 +455,7 @@ impl Cx<'_> {
             let StatusResult::Generation(view) = &result else {
                 return Ok(Self::reply_json(&result));
             };
-            let row = text::row(&view.snapshot, &self.cwd, crate::runtime::now_ms());
+            let row = text::row(&view.snapshot, &self.places, crate::runtime::now_ms());
             let preview = crate::policy::preview::preview(std::slice::from_ref(&view.snapshot));
             return Ok(ToolAnswer {
                 text: format!("{}\n{}", row.line, SafeText::lines(&preview).as_str()),

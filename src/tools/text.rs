@@ -2,7 +2,7 @@
 //! text (results, errors, activity) goes through [`SafeText`] here.
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::ToolRow;
 use crate::core::{ChildSnapshot, Millis, Status};
@@ -14,15 +14,46 @@ fn first_line(raw: &str) -> Option<String> {
     Some(SafeText::line(line).into_string())
 }
 
-/// `path` relative to `cwd` when inside it, as given otherwise.
-fn relative(path: &str, cwd: &Path) -> String {
-    Path::new(path)
-        .strip_prefix(cwd)
-        .map_or_else(|_| path.to_owned(), |p| p.display().to_string())
+/// Where artifact paths are shown from: the project, and the user's home.
+#[derive(Clone, Debug, Default)]
+pub struct Places {
+    pub cwd: PathBuf,
+    /// `HOME`, when it is an absolute directory other than `/`.
+    pub home: Option<PathBuf>,
+}
+
+impl Places {
+    pub fn new(cwd: PathBuf, home: Option<PathBuf>) -> Self {
+        let home = home.filter(|h| h.is_absolute() && h.parent().is_some());
+        Self { cwd, home }
+    }
+}
+
+/// `path` as a person reads it, still exact: relative to the project inside it, `~/…` under
+/// the home directory (a worker's artifacts live under pi's agent dir, `~/.pi/agent` by
+/// default), absolute otherwise; sanitized.
+pub fn shown_path(path: &str, places: &Places) -> String {
+    let p = Path::new(path);
+    let shown = if let Ok(rest) = p.strip_prefix(&places.cwd)
+        && !places.cwd.as_os_str().is_empty()
+        && !rest.as_os_str().is_empty()
+    {
+        rest.display().to_string()
+    } else if let Some(rest) = places
+        .home
+        .as_deref()
+        .and_then(|home| p.strip_prefix(home).ok())
+        .filter(|rest| !rest.as_os_str().is_empty())
+    {
+        format!("~/{}", rest.display())
+    } else {
+        path.to_owned()
+    };
+    SafeText::line(&shown).into_string()
 }
 
 /// The row of one child at `now`.
-pub fn row(child: &ChildSnapshot, cwd: &Path, now: Millis) -> ToolRow {
+pub fn row(child: &ChildSnapshot, places: &Places, now: Millis) -> ToolRow {
     let r = crate::core::ChildRef::new(child.id, child.generation);
     let ended = matches!(
         child.status,
@@ -45,7 +76,7 @@ pub fn row(child: &ChildSnapshot, cwd: &Path, now: Millis) -> ToolRow {
         .iter()
         .flat_map(|a| [&a.text, &a.structured, &a.error])
         .flatten()
-        .map(|p| SafeText::line(&relative(p, cwd)).into_string())
+        .map(|p| shown_path(p, places))
         .collect();
     let mut row = ToolRow {
         target: r.to_string(),
@@ -131,4 +162,55 @@ pub fn outcome(call: u64, preview: &str) -> String {
         "Background call {call} drained.\n{}",
         SafeText::lines(preview).as_str()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn places() -> Places {
+        Places::new(
+            PathBuf::from("/home/u/src/app"),
+            Some(PathBuf::from("/home/u")),
+        )
+    }
+
+    #[test]
+    fn artifact_paths_are_relative_in_the_project_and_abbreviated_under_home() {
+        let p = places();
+        assert_eq!(
+            shown_path("/home/u/src/app/out/result.txt", &p),
+            "out/result.txt"
+        );
+        assert_eq!(
+            shown_path(
+                "/home/u/.pi/agent/sessions/--home-u-src-app--/delegation/p/c/result.txt",
+                &p
+            ),
+            "~/.pi/agent/sessions/--home-u-src-app--/delegation/p/c/result.txt"
+        );
+        // Outside both: exact, as given.
+        assert_eq!(shown_path("/tmp/x/result.txt", &p), "/tmp/x/result.txt");
+        // A sibling that only shares a prefix of the name is not inside.
+        assert_eq!(shown_path("/home/u2/result.txt", &p), "/home/u2/result.txt");
+        assert_eq!(
+            shown_path("/home/u/src/application/r.txt", &p),
+            "~/src/application/r.txt"
+        );
+    }
+
+    #[test]
+    fn a_root_or_relative_home_abbreviates_nothing_and_every_path_is_sanitized() {
+        for home in ["/", "relative/home", ""] {
+            let p = Places::new(PathBuf::from("/work"), Some(PathBuf::from(home)));
+            assert_eq!(shown_path("/tmp/r.txt", &p), "/tmp/r.txt", "{home:?}");
+        }
+        let p = places();
+        let shown = shown_path("/home/u/.pi/a\u{1b}[31mred\nline/result.txt", &p);
+        assert!(shown.starts_with("~/.pi/a"), "{shown:?}");
+        assert!(
+            !shown.chars().any(char::is_control),
+            "no control character reaches a terminal: {shown:?}"
+        );
+    }
 }

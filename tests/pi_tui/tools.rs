@@ -107,3 +107,117 @@ fn foreground_and_background_delegations_render_live_rows_that_settle_to_headlin
         );
     }
 }
+
+/// The artifact path drawn under a settled row: the `→` line and its continuation lines (a
+/// path that does not fit continues on the next lines, indented four columns).
+fn drawn_path(screen: &str, starts: &str) -> Option<String> {
+    let mut lines = screen
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with(&format!("→ {starts}")));
+    let first = lines.next()?.trim().strip_prefix("→ ")?.to_owned();
+    // tmux pads a captured line with blanks to the pane's width.
+    let rest: String = lines
+        .take_while(|l| l.starts_with("     ") && !l.trim_start().starts_with('→'))
+        .map(str::trim)
+        .collect();
+    Some(first + &rest)
+}
+
+/// Issue 21: at 80 columns an artifact path is drawn whole (continued after a `/`, never cut),
+/// `/subagent-stop` answers one short line, and `/slate effective` shows Slate's warning that
+/// no permitted route exists in this pi (the fake LLM's models are not in the shipped routing).
+#[test]
+fn at_80_columns_paths_stay_exact_the_stop_answer_fits_and_effective_warns_about_pi_s_routes() {
+    let width = 80;
+    let Some(pi) = InteractivePi::start("tui_answers", width, 45, |_| {}) else {
+        return;
+    };
+    pi.wait_for("pi's editor", |s| s.contains("fake-model"));
+    call(
+        &pi,
+        "delegate_task",
+        r#"{"assignment": "quick one", "profile": "scout"}"#,
+    );
+    let screen = wait_in_history(&pi, "the settled row", |s| {
+        s.lines()
+            .any(|l| l.trim_start().starts_with("✓ scout ") && l.contains("ACK: quick one"))
+    });
+    let status: serde_json::Value =
+        serde_json::from_slice(&pi.slate(&["status", "--json"]).stdout).unwrap();
+    let id = status["children"][0]["id"].as_str().unwrap().to_owned();
+    let full: serde_json::Value = serde_json::from_slice(
+        &pi.slate(&["status", "--json", "--", &format!("{id}@1")])
+            .stdout,
+    )
+    .unwrap();
+    let artifact = full["snapshot"]["artifacts"]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        artifact.len() > usize::from(width),
+        "a path longer than the pane: {artifact}"
+    );
+    let drawn =
+        drawn_path(&screen, &artifact[..10]).unwrap_or_else(|| panic!("no path:\n{screen}"));
+    assert_eq!(drawn, artifact, "the path is drawn exact:\n{screen}");
+    no_overflow(&pi, width, "after the foreground call");
+
+    // A running child, stopped by its full identity: one line, not a table row.
+    call(
+        &pi,
+        "delegate_task",
+        r#"{"assignment": "SCENARIO:SLOW60 survey", "profile": "scout", "background": true}"#,
+    );
+    wait_in_history(&pi, "the accepted call's note", |s| {
+        s.contains("the outcome follows as a message")
+    });
+    let status: serde_json::Value =
+        serde_json::from_slice(&pi.slate(&["status", "--json"]).stdout).unwrap();
+    let running = status["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"].as_str() != Some(id.as_str()))
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The trailing space closes pi's suggestion menu, which Enter would otherwise accept.
+    pi.submit(&format!("/subagent-stop {running}@1 "));
+    let handle = &running[..8];
+    let screen = wait_in_history(&pi, "the stop answer", |s| {
+        s.lines().any(|l| {
+            let l = l.trim();
+            (l.starts_with(&format!("Stopping scout {handle}:"))
+                || l.starts_with(&format!("Stopped scout {handle}:")))
+                && l.ends_with("cancelled.")
+        })
+    });
+    // Not the status table's row (its handle column, then the identity).
+    assert!(
+        !screen.contains(&format!("{handle}    {running}@1")),
+        "no table row:\n{screen}"
+    );
+    no_overflow(&pi, width, "after /subagent-stop");
+
+    // /slate effective: Slate's words, the warning among them, nothing wider than the pane.
+    pi.submit("/slate effective");
+    let screen = wait_in_history(&pi, "the route warning", |s| {
+        let flat = s.split_whitespace().collect::<Vec<_>>().join(" ");
+        flat.contains("routing: none of the") && flat.contains("is usable in this pi")
+    });
+    let flat = screen.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("Permitted routes in this session's pi"),
+        "{screen}"
+    );
+    // (The remembered providers scrolled above the screen at this height: pi_main_session
+    // reads them.)
+    no_overflow(&pi, width, "after /slate effective");
+    assert_eq!(
+        pi.quit(),
+        Vec::<String>::new(),
+        "processes left after pi quit"
+    );
+}
