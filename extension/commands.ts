@@ -41,12 +41,23 @@ export function words(args: string): string[] {
 	return args.trim() === "" ? [] : args.trim().split(/\s+/);
 }
 
-export function statusArgv(args: string, parentId: string): Argv {
+/** The narrowest table `slate status --width` lays out (Slate refuses less). */
+const MIN_TABLE_WIDTH = 56;
+
+/**
+ * `/subagent-status`: one generation, or the fleet table fitted to `columns` (the terminal's
+ * width, less the column pi keeps each side of a message) so pi wraps none of its rows.
+ */
+export function statusArgv(args: string, parentId: string, columns?: number): Argv {
 	const w = words(args);
 	if (w.length > 2) {
 		return { ok: false, usage: "usage: /subagent-status [id generation]" };
 	}
-	return { ok: true, argv: ["status", "--parent", parentId, ...(w.length > 0 ? ["--", ...w] : [])] };
+	if (w.length > 0) {
+		return { ok: true, argv: ["status", "--parent", parentId, "--", ...w] };
+	}
+	const width = columns === undefined ? [] : ["--width", String(Math.max(MIN_TABLE_WIDTH, columns - 2))];
+	return { ok: true, argv: ["status", "--parent", parentId, ...width] };
 }
 
 export function stopArgv(args: string, parentId: string): Argv {
@@ -242,7 +253,7 @@ export function registerCommands(pi: ExtensionAPI, deps: CommandDeps): void {
 	pi.registerCommand("subagent-status", {
 		getArgumentCompletions: completeTarget(deps.targets),
 		description: "Slate: the fleet of this session, or one generation (id generation)",
-		handler: runArgv(statusArgv, deps.session),
+		handler: runArgv((args, parentId) => statusArgv(args, parentId, process.stdout.columns), deps.session),
 	});
 	pi.registerCommand("subagent-stop", {
 		getArgumentCompletions: completeTarget(deps.targets),

@@ -281,6 +281,11 @@ pub enum Command {
         /// without it, the whole fleet.
         #[arg(num_args = 0..=2, value_name = "TARGET")]
         target: Vec<String>,
+        /// Fit the fleet table to this many columns (at least 56): handles instead of full
+        /// identities, the counts line broken, long text cut with `…` (pi's
+        /// `/subagent-status` passes its width). Without it, the full table.
+        #[arg(long, value_name = "COLUMNS", value_parser = clap::value_parser!(u16).range(56..))]
+        width: Option<u16>,
         #[command(flatten)]
         select: Select,
     },
@@ -632,9 +637,11 @@ pub fn try_main(printer: &Printer, command: Command) -> Result<ExitCode, Error> 
                 progress_every: std::time::Duration::from_millis(progress_ms),
             },
         ),
-        Command::Status { target, select } => {
-            status::run(printer, &target, select.parent.as_deref())
-        }
+        Command::Status {
+            target,
+            width,
+            select,
+        } => status::run(printer, &target, select.parent.as_deref(), width),
         Command::Watch {
             select,
             lines: true,
@@ -736,6 +743,6 @@ pub fn subagent_status_main(args: impl IntoIterator<Item = String>) -> std::proc
         Err(e) => e.exit(),
     };
     let printer = Printer::new(args.json);
-    let result = status::run(&printer, &args.target, args.parent.as_deref());
+    let result = status::run(&printer, &args.target, args.parent.as_deref(), None);
     error::exit(&printer, result)
 }

@@ -65,6 +65,9 @@ test("/subagent-status, -stop and -steer build the CLI's argv; bad arity shows t
 	assert.deepEqual(statusArgv("  ", P), { ok: true, argv: ["status", "--parent", P] });
 	assert.deepEqual(statusArgv(`${ID} 2`, P), { ok: true, argv: ["status", "--parent", P, "--", ID, "2"] });
 	assert.deepEqual(statusArgv("a b c", P), { ok: false, usage: "usage: /subagent-status [id generation]" });
+	assert.deepEqual(statusArgv("", P, 80), { ok: true, argv: ["status", "--parent", P, "--width", "78"] });
+	assert.deepEqual(statusArgv("", P, 30), { ok: true, argv: ["status", "--parent", P, "--width", "56"] });
+	assert.deepEqual(statusArgv(`${ID} 2`, P, 80), { ok: true, argv: ["status", "--parent", P, "--", ID, "2"] });
 	assert.deepEqual(stopArgv(`${ID}@1`, P), { ok: true, argv: ["stop", "--parent", P, "--", `${ID}@1`] });
 	assert.equal(stopArgv("", P).ok, false);
 	assert.deepEqual(steerArgv(`${ID} 3 look at  -the tests`, P), {

@@ -30,17 +30,28 @@ struct HistoryOutput<'a> {
 use crate::store::event_log::{CoordinatorEnd, read_history};
 
 /// One call, on the connection discovery made, without an async runtime
-/// ([`crate::control::oneshot`]): this command runs once per poll of a script.
-pub fn run(printer: &Printer, words: &[String], parent: Option<&str>) -> Result<ExitCode, Error> {
+/// ([`crate::control::oneshot`]): this command runs once per poll of a script. `width` fits
+/// the fleet table to that many columns ([`crate::control::table::write_fitted_table_at`]).
+pub fn run(
+    printer: &Printer,
+    words: &[String],
+    parent: Option<&str>,
+    width: Option<u16>,
+) -> Result<ExitCode, Error> {
     let target = if words.is_empty() {
         None
     } else {
         Some(target(words).map_err(Error::Usage)?)
     };
+    if width.is_some() && (printer.json() || target.is_some()) {
+        return Err(Error::Usage(
+            "--width: fits the fleet table; it takes neither --json nor a TARGET".to_owned(),
+        ));
+    }
     let located = match locate(parent.map(str::to_owned)) {
         Ok(located) => located,
         Err(Error::NoCoordinator(_)) if let Some(parent) = parent => {
-            return from_history(printer, parent, target);
+            return from_history(printer, parent, target, width);
         }
         Err(e) => return Err(e),
     };
@@ -67,12 +78,20 @@ pub fn run(printer: &Printer, words: &[String], parent: Option<&str>) -> Result<
     // command copies them to stdout.
     let params = StatusParams {
         target: None,
-        summary: printer.json(),
-        text: !printer.json(),
+        summary: printer.json() || width.is_some(),
+        text: !printer.json() && width.is_none(),
         ..StatusParams::default()
     };
     let raw = oneshot::call_raw::<method::Status>(located.stream, &params, CONNECT_TIMEOUT)?;
-    if printer.json() {
+    if let Some(width) = width {
+        let fleet = raw.decode::<FleetSummary<'_>>(method::Status::NAME)?;
+        printer.out(&fitted_table(
+            fleet.parent_id,
+            &fleet.children,
+            crate::runtime::now_ms(),
+            width,
+        ))?;
+    } else if printer.json() {
         let fleet = raw.decode::<FleetSummary<'_>>(method::Status::NAME)?;
         printer.value_read_from(&raw, &fleet)?;
     } else {
@@ -95,11 +114,30 @@ pub(crate) fn history_log(parent_id: uuid::Uuid) -> Option<std::path::PathBuf> {
     .filter(|p| p.exists())
 }
 
+/// The fleet table of `children` fitted to `width` columns, without a final newline (the
+/// printer adds it).
+fn fitted_table(
+    parent_id: uuid::Uuid,
+    children: &[SummaryRow<'_>],
+    now: u64,
+    width: u16,
+) -> String {
+    let rows: Vec<crate::control::table::TableRow<'_>> = children
+        .iter()
+        .map(|row| crate::control::table::TableRow::of(row, parent_id))
+        .collect();
+    let mut text = String::with_capacity(usize::from(width) * (rows.len() + 2));
+    crate::control::table::write_fitted_table_at(&mut text, parent_id, &rows, now, width.into());
+    text.truncate(text.trim_end_matches('\n').len());
+    text
+}
+
 /// The exited coordinator's `events.jsonl`, as read-only history.
 fn from_history(
     printer: &Printer,
     parent: &str,
     target: Option<crate::core::ChildRef>,
+    width: Option<u16>,
 ) -> Result<ExitCode, Error> {
     let parent_id = parent
         .parse::<uuid::Uuid>()
@@ -146,7 +184,10 @@ fn from_history(
                  the last one it recorded, their elapsed time counts to when it stopped"
             );
         }
-        text.push_str(&summary_table_at(parent_id, &children, end.at()));
+        match width {
+            Some(width) => text.push_str(&fitted_table(parent_id, &children, end.at(), width)),
+            None => text.push_str(&summary_table_at(parent_id, &children, end.at())),
+        }
         printer.out(&text)?;
     }
     Ok(ExitCode::Ok)

@@ -297,6 +297,112 @@ pub fn write_fleet_table_at(
     out.write_all(text.as_bytes())
 }
 
+/// The fleet table fitted to `width` columns (`slate status --width`, what pi's
+/// `/subagent-status` asks for): the counts line broken between its ` · ` parts, and one line
+/// per generation with the handle (not the full identity: completion and `--json` give that),
+/// role, status, elapsed time and lease, then, as room allows, presence, requests, tokens and
+/// cost, and the activity (or the assignment) cut with `…`. No line is wider than `width`
+/// (at least [`MIN_FITTED_WIDTH`]).
+pub fn write_fitted_table_at(
+    out: &mut String,
+    parent_id: uuid::Uuid,
+    rows: &[TableRow<'_>],
+    now: u64,
+    width: usize,
+) {
+    let width = width.max(MIN_FITTED_WIDTH);
+    let count = |status: Status| rows.iter().filter(|r| r.5 == status).count();
+    let parts = [
+        format!(
+            "parent {}",
+            parent_id.simple().to_string().get(..8).unwrap_or_default()
+        ),
+        format!("{} current", rows.len()),
+        format!("running {}", count(Status::Running)),
+        format!("queued {}", count(Status::Queued)),
+        format!("settled {}", count(Status::Settled)),
+        format!("failed {}", count(Status::Failed)),
+        format!("cancelled {}", count(Status::Cancelled)),
+        format!("paused {}", count(Status::Paused)),
+    ];
+    let mut line_len = 0;
+    for part in &parts {
+        if line_len > 0 && line_len + 3 + part.len() > width {
+            out.push('\n');
+            line_len = 0;
+        }
+        if line_len > 0 {
+            out.push_str(" · ");
+            line_len += 3;
+        }
+        out.push_str(part);
+        line_len += part.len();
+    }
+    out.push('\n');
+    let with_counts = width >= 100;
+    for row in tree_order(rows) {
+        let c = row.cells();
+        let start = out.len();
+        push_padded(
+            out,
+            &crate::core::ChildRef::new(c.id, c.generation).handle(),
+            HANDLE_COLUMN,
+        );
+        out.push(' ');
+        // Two columns per level below the root's children, as far as the width allows.
+        let levels = (c.depth.saturating_sub(1) as usize).min((width - FITTED_FIXED) / 2);
+        pad_to(out, 2 * levels);
+        push_padded(out, c.profile.as_str(), 14);
+        out.push(' ');
+        push_padded(out, c.status.as_str(), 9);
+        let elapsed = c.ended_at.unwrap_or(now).saturating_sub(c.created_at);
+        let mark = out.len();
+        crate::text::push_elapsed(out, elapsed);
+        let short = 6usize.saturating_sub(out.len() - mark);
+        out.insert_str(mark, &"      "[..short]);
+        out.push_str(if c.writer_lease { " W" } else { "  " });
+        if with_counts {
+            out.push(' ');
+            push_padded(out, c.presence.map_or("", Presence::as_str), 7);
+            out.push_str(" req ");
+            push_padded(
+                out,
+                &c.requests.map_or("—".to_owned(), |n| n.to_string()),
+                3,
+            );
+            out.push_str(" tok ");
+            push_padded(
+                out,
+                &c.tokens.map_or("—".to_owned(), crate::text::compact_count),
+                6,
+            );
+            match c.cost {
+                Some(cost) => {
+                    out.push_str(" $");
+                    crate::text::push_fixed4(out, cost);
+                }
+                None => out.push_str(" —      "),
+            }
+        }
+        // Everything so far is ASCII but the dashes: count columns, not bytes.
+        let used = crate::text::width(&out[start..]);
+        let room = width.saturating_sub(used + 2);
+        if room >= 8 {
+            out.push_str("  ");
+            let text = c.activity.filter(|a| !a.is_empty()).unwrap_or(c.assignment);
+            crate::text::push_line_fit(out, text, room);
+        }
+        out.push('\n');
+    }
+}
+
+/// The narrowest width [`write_fitted_table_at`] lays out for: the fixed columns and a few
+/// columns of text.
+pub const MIN_FITTED_WIDTH: usize = 56;
+
+/// The fixed columns of a fitted row: handle, role, status, elapsed, lease.
+const FITTED_FIXED: usize = HANDLE_COLUMN + 1 + 14 + 1 + 9 + 6 + 2;
+
 /// The handle column's width: 8 hex digits and `@N` up to generation 99.
 const HANDLE_COLUMN: usize = 11;
 
