@@ -703,7 +703,9 @@ fn approval(approve: bool, no_approve: bool) -> Option<bool> {
 }
 
 /// `subagent-status [UUID@generation]`: the one-shot status query, through the same exit.
-pub fn subagent_status_main(args: impl IntoIterator<Item = String>) -> std::process::ExitCode {
+pub fn subagent_status_main(
+    args: impl IntoIterator<Item = std::ffi::OsString>,
+) -> std::process::ExitCode {
     #[derive(Debug, Parser)]
     #[command(
         name = "subagent-status",
