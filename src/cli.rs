@@ -490,12 +490,12 @@ pub struct Select {
 /// names as its possible values, so help lists them and every generated completion script
 /// offers them.
 ///
-/// Why static completion and not clap_complete's dynamic `CompleteEnv`: the names are
+/// Why static completion and not `clap_complete`'s dynamic `CompleteEnv`: the names are
 /// `Role::ALL`, fixed in the code — `delegation.json` (operator or project) configures those
 /// four profiles and cannot add or remove one (`policy::profiles` refuses other keys) — so the
 /// resolution for a directory would only ever answer the same names. Static values keep the
 /// existing `slate completions SHELL` scripts (all five shells, no `slate` process per Tab,
-/// nothing read from a project on Tab) and need no unstable clap_complete feature.
+/// nothing read from a project on Tab) and need no unstable `clap_complete` feature.
 #[derive(Clone, Copy, Debug)]
 struct ProfileName;
 

@@ -452,8 +452,7 @@ fn completions_and_man_page_come_from_the_clap_definitions() {
 /// A usage error clap finds while reading the command line (unknown flag, missing argument,
 /// bad value, missing subcommand) is the one JSON error shape on stdout when `--json` is on
 /// the command line, before or after the subcommand, with exit 2 and every control and bidi
-/// character of the quoted argument escaped; without `--json` (or with it after `--`) it
-/// stays clap's text on stderr, and `--help`/`--version` print as usual.
+/// character of the quoted argument escaped.
 #[test]
 fn usage_errors_honour_json_wherever_it_is_on_the_command_line() {
     let run = |bin: &str, args: &[&str]| {
@@ -541,13 +540,24 @@ fn usage_errors_honour_json_wherever_it_is_on_the_command_line() {
             .contains("'--bogus'"),
         "{v}"
     );
+}
 
-    // Without --json (or with it only after `--`), clap's text on stderr, as before.
+/// Without `--json` (or with it only after `--`) a usage error stays clap's text on stderr,
+/// and `--help`/`--version` are not errors, `--json` or not.
+#[test]
+fn usage_errors_without_json_stay_clap_text() {
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_slate"))
+            .args(args)
+            .env_remove("SLATE_SOCKET")
+            .output()
+            .unwrap()
+    };
     for args in [
         &["stop", "--bogus", "x@1"][..],
         &["status", "--bogus", "--", "--json"],
     ] {
-        let out = run(slate, args);
+        let out = run(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         assert!(
             out.stdout.is_empty(),
@@ -561,10 +571,10 @@ fn usage_errors_honour_json_wherever_it_is_on_the_command_line() {
         );
     }
     // --help and --version are not errors, --json or not.
-    let help = run(slate, &["--json", "stop", "--help"]);
+    let help = run(&["--json", "stop", "--help"]);
     assert_eq!(help.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&help.stdout).contains("Usage: slate stop"));
-    let version = run(slate, &["--version", "--json"]);
+    let version = run(&["--version", "--json"]);
     assert_eq!(version.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&version.stdout).starts_with("slate "));
 }

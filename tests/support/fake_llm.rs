@@ -1004,7 +1004,7 @@ impl Conn<'_> {
     }
 
     /// One answer with `calls` as its tool calls (indices 0, 1, …, each streamed whole before
-    /// the next, as OpenAI streams a parallel batch).
+    /// the next, as the `OpenAI` API streams a parallel batch).
     fn stream_tool_calls(
         &mut self,
         id: &str,
