@@ -317,7 +317,7 @@ pub enum Command {
         /// The assignment text (or use --task-file / --file).
         assignment: Option<String>,
         /// The profile: scout, review, general or implementation (`worker` is an alias).
-        #[arg(long, default_value = "scout")]
+        #[arg(long, default_value = "scout", value_parser = ProfileName)]
         profile: String,
         /// An exact model selection `provider/id[:effort]` (must be permitted).
         #[arg(long)]
@@ -493,6 +493,41 @@ pub struct Select {
     /// `SLATE_SOCKET`).
     #[arg(long)]
     pub parent: Option<String>,
+}
+
+/// `--profile`'s value: any text, checked by the delegation policy like a request file's
+/// `profile` (an unknown one is an `invalid-request` naming its JSON path), with the profile
+/// names as its possible values, so help lists them and every generated completion script
+/// offers them.
+///
+/// Why static completion and not `clap_complete`'s dynamic `CompleteEnv`: the names are
+/// `Role::ALL`, fixed in the code — `delegation.json` (operator or project) configures those
+/// four profiles and cannot add or remove one (`policy::profiles` refuses other keys) — so the
+/// resolution for a directory would only ever answer the same names. Static values keep the
+/// existing `slate completions SHELL` scripts (all five shells, no `slate` process per Tab,
+/// nothing read from a project on Tab) and need no unstable `clap_complete` feature.
+#[derive(Clone, Copy, Debug)]
+struct ProfileName;
+
+impl clap::builder::TypedValueParser for ProfileName {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(crate::core::Role::ALL.iter().map(|role| {
+            clap::builder::PossibleValue::new(role.as_str())
+        })))
+    }
 }
 
 /// `slate`'s `main`: the command's result through the one exit ([`error::exit`]).
@@ -721,7 +756,9 @@ fn approval(approve: bool, no_approve: bool) -> Option<bool> {
 }
 
 /// `subagent-status [UUID@generation]`: the one-shot status query, through the same exit.
-pub fn subagent_status_main(args: impl IntoIterator<Item = String>) -> std::process::ExitCode {
+pub fn subagent_status_main(
+    args: impl IntoIterator<Item = std::ffi::OsString>,
+) -> std::process::ExitCode {
     #[derive(Debug, Parser)]
     #[command(
         name = "subagent-status",
@@ -737,10 +774,10 @@ pub fn subagent_status_main(args: impl IntoIterator<Item = String>) -> std::proc
         /// One generation: `UUID@GEN` or `UUID GEN`.
         target: Vec<String>,
     }
-    let args = match Args::try_parse_from(args) {
+    let args = match error::parse_args::<Args>(args) {
         Ok(args) => args,
-        // clap's own usage errors and --help/--version: what `slate` does for them.
-        Err(e) => e.exit(),
+        // A usage error (as JSON with `--json`), --help or --version: what `slate` does.
+        Err(code) => return code,
     };
     let printer = Printer::new(args.json);
     let result = status::run(&printer, &args.target, args.parent.as_deref(), None);

@@ -449,6 +449,212 @@ fn completions_and_man_page_come_from_the_clap_definitions() {
     );
 }
 
+/// A usage error clap finds while reading the command line (unknown flag, missing argument,
+/// bad value, missing subcommand) is the one JSON error shape on stdout when `--json` is on
+/// the command line, before or after the subcommand, with exit 2 and every control and bidi
+/// character of the quoted argument escaped.
+#[test]
+fn usage_errors_honour_json_wherever_it_is_on_the_command_line() {
+    let run = |bin: &str, args: &[&str]| {
+        Command::new(bin)
+            .args(args)
+            .env_remove("SLATE_SOCKET")
+            .output()
+            .unwrap()
+    };
+    let slate = env!("CARGO_BIN_EXE_slate");
+    let json_error = |out: &Output| -> Value {
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(out));
+        assert!(out.stderr.is_empty(), "nothing on stderr: {}", stderr(out));
+        let text = String::from_utf8(out.stdout.clone()).unwrap();
+        assert_eq!(text.lines().count(), 1, "one line: {text}");
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["error"], "{v}");
+        assert_eq!(v["error"]["code"], "usage", "{v}");
+        v
+    };
+    // An unknown flag, `--json` before the subcommand.
+    let v = json_error(&run(slate, &["--json", "stop", "--bogus", "x@1"]));
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(message.contains("'--bogus'"), "{v}");
+    assert!(
+        !message.starts_with("error:") && !message.contains("Usage:"),
+        "{v}"
+    );
+    assert!(
+        v["error"]["data"]["usage"]
+            .as_str()
+            .unwrap()
+            .starts_with("slate stop "),
+        "{v}"
+    );
+    // A missing argument, `--json` after the subcommand.
+    let v = json_error(&run(slate, &["stop", "--json"]));
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("<TARGET>"),
+        "{v}"
+    );
+    // A bad value.
+    let v = json_error(&run(slate, &["wait", "--timeout", "soon", "--json"]));
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("'soon'"),
+        "{v}"
+    );
+    // A missing subcommand.
+    json_error(&run(slate, &["--json"]));
+    // A nested command without its subcommand (clap would print the help on stderr).
+    let v = json_error(&run(slate, &["--json", "pi"]));
+    assert_eq!(
+        v["error"]["message"], "'slate pi' requires a subcommand but one was not provided",
+        "{v}"
+    );
+    assert_eq!(
+        v["error"]["data"]["usage"], "slate pi [OPTIONS] <COMMAND>",
+        "{v}"
+    );
+    // An argument with controls and bidi characters is quoted exactly, every one escaped.
+    let hostile = "--x\u{1b}]52;c;QUJD\u{7}\u{9d}\u{202e}";
+    let out = run(slate, &["--json", "status", hostile]);
+    let raw = String::from_utf8(out.stdout.clone()).unwrap();
+    assert!(
+        !raw.trim_end()
+            .chars()
+            .any(|c| c.is_control() || c == '\u{202e}'),
+        "no raw control or bidi character: {raw:?}"
+    );
+    let v = json_error(&out);
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains(hostile),
+        "{v}"
+    );
+    // subagent-status has the same one exit.
+    let v = json_error(&run(
+        env!("CARGO_BIN_EXE_subagent-status"),
+        &["--bogus", "--json"],
+    ));
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("'--bogus'"),
+        "{v}"
+    );
+}
+
+/// Without `--json` (or with it only after `--`) a usage error stays clap's text on stderr,
+/// and `--help`/`--version` are not errors, `--json` or not.
+#[test]
+fn usage_errors_without_json_stay_clap_text() {
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_slate"))
+            .args(args)
+            .env_remove("SLATE_SOCKET")
+            .output()
+            .unwrap()
+    };
+    for args in [
+        &["stop", "--bogus", "x@1"][..],
+        &["status", "--bogus", "--", "--json"],
+    ] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            out.stdout.is_empty(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        assert!(
+            stderr(&out).starts_with("error: "),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+    // --help and --version are not errors, --json or not.
+    let help = run(&["--json", "stop", "--help"]);
+    assert_eq!(help.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&help.stdout).contains("Usage: slate stop"));
+    let version = run(&["--version", "--json"]);
+    assert_eq!(version.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&version.stdout).starts_with("slate "));
+}
+
+/// `--profile` offers the profile names: in help, and in the generated completion scripts
+/// (bash run for real: `slate delegate --profile <Tab>`). Any other name still reaches the
+/// delegation policy, which names it (the fleet test's `architect`).
+#[test]
+fn profile_completes_the_profile_names() {
+    let names = ["scout", "review", "general", "implementation"];
+    let slate = env!("CARGO_BIN_EXE_slate");
+    let script = |shell: &str| {
+        let out = Command::new(slate)
+            .args(["completions", shell])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let dir = std::env::temp_dir().join(format!("slate-complete-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bash_script = dir.join("slate.bash");
+    std::fs::write(&bash_script, script("bash")).unwrap();
+    let complete = |words: &str, cword: usize| {
+        let program = format!(
+            "source {}; COMP_WORDS=({words}); COMP_CWORD={cword}; COMP_LINE=\"${{COMP_WORDS[*]}}\"; \
+             COMP_POINT=${{#COMP_LINE}}; _slate slate \"${{COMP_WORDS[COMP_CWORD]}}\" \
+             \"${{COMP_WORDS[COMP_CWORD-1]}}\"; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            bash_script.display()
+        );
+        let out = Command::new("bash")
+            .args(["--norc", "--noprofile", "-c", &program])
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let mut got: Vec<String> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        got.sort();
+        got
+    };
+    let mut sorted = names.map(str::to_owned).to_vec();
+    sorted.sort();
+    assert_eq!(complete("slate delegate --profile ''", 3), sorted);
+    assert_eq!(complete("slate delegate --profile re", 3), ["review"]);
+    assert_eq!(
+        complete("slate --json delegate x --profile i", 5),
+        ["implementation"]
+    );
+
+    let fish = script("fish");
+    let line = fish
+        .lines()
+        .find(|l| l.contains("__fish_slate_using_subcommand delegate") && l.contains("-l profile"))
+        .unwrap_or_else(|| panic!("no fish --profile line"));
+    let zsh = script("zsh");
+    let zline = zsh
+        .lines()
+        .find(|l| l.contains("--profile="))
+        .unwrap_or_else(|| panic!("no zsh --profile line"));
+    for name in names {
+        assert!(line.contains(name), "fish offers {name}: {line}");
+        assert!(zline.contains(name), "zsh offers {name}: {zline}");
+    }
+    let help = Command::new(slate)
+        .args(["delegate", "--help"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&help.stdout)
+            .contains("[possible values: scout, review, general, implementation]"),
+        "{}",
+        String::from_utf8_lossy(&help.stdout)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `slate man --dir` writes every page the top page refers to (`slate-NAME(1)` for each
 /// subcommand, nested ones by their whole path), the top page has the sections clap does not
 /// write, and `mandoc -T lint` finds nothing to say where mandoc is installed (`.ci/run`

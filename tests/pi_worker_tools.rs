@@ -250,6 +250,108 @@ async fn a_tool_over_the_limit_is_blocked_before_it_runs() {
     assert!(env.leftovers().is_empty(), "no process left");
 }
 
+/// An assignment for the `BATCH` scenario: every `(tool, arguments)` in one model answer.
+fn batch(title: &str, script: &[(&str, Value)]) -> String {
+    calls(title, script).replacen("SCENARIO:CALLS", "SCENARIO:BATCH", 1)
+}
+
+/// The tool results of the worker's pi session file (`transcripts/session.jsonl` under the
+/// delegation directory), in order: `(toolName, text)`.
+fn session_tool_results(env: &Env) -> Vec<(String, String)> {
+    fn sessions(dir: &std::path::Path, found: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                sessions(&path, found);
+            } else if path.file_name().is_some_and(|n| n == "session.jsonl") {
+                found.push(path);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    sessions(&env.delegation, &mut found);
+    assert_eq!(found.len(), 1, "one worker session: {found:?}");
+    std::fs::read_to_string(&found[0])
+        .unwrap()
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|entry| entry["message"]["role"] == "toolResult")
+        .map(|entry| {
+            let message = &entry["message"];
+            let text = message["content"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|c| c["text"].as_str())
+                .collect::<String>();
+            (message["toolName"].as_str().unwrap_or("").to_owned(), text)
+        })
+        .collect()
+}
+
+/// docs/workers.md "Where limits are enforced", a parallel batch (one model answer with four
+/// calls, pi 1.6 runs them in parallel) over `limits.tools = 2`: pi asks the guard for every
+/// call before it starts any, so the first two are counted, the third is blocked and commits
+/// the limit, the fourth is not counted; the abort then reaches the two counted calls before
+/// they finish (pi answers them `Operation aborted`, or `Command aborted` if bash had
+/// started): `toolCalls` is 2, and those two are calls pi aborted.
+#[tokio::test]
+async fn a_parallel_batch_over_the_tool_limit_counts_the_granted_calls_pi_then_aborted() {
+    let Some(env) = Env::real("tool_guard_batch") else {
+        return;
+    };
+    let witness = |i: usize| env.sandbox.work.join(format!("batch-{i}"));
+    let script: Vec<(&str, Value)> = (1..=4)
+        .map(|i| {
+            let command = format!("touch '{}' && echo ran-{i}", witness(i).display());
+            ("bash", json!({ "command": command }))
+        })
+        .collect();
+    let mut task = env.task(&batch("tool-batch", &script), Role::General);
+    task.limits.tools = Some(2);
+    let s = run_one(&env, task).await;
+
+    assert_eq!(s.status, Status::Cancelled, "{:?}", s.error);
+    assert_eq!(s.limit_reason, Some(LimitReason::Tools));
+    assert_eq!(s.tool_calls, 2, "the two granted calls are counted");
+    assert_eq!(
+        s.telemetry.requests,
+        Some(1),
+        "one model answer, no turn after it"
+    );
+    let results = session_tool_results(&env);
+    let texts: Vec<&str> = results.iter().map(|(_, text)| text.as_str()).collect();
+    assert_eq!(
+        texts.len(),
+        4,
+        "pi records a result for every call: {texts:?}"
+    );
+    let aborted = ["Operation aborted", "Command aborted"];
+    let denied = "out of budget: tool limit of 2 reached";
+    for (i, text) in texts.iter().enumerate() {
+        assert!(
+            !text.contains("ran-"),
+            "call {} never finished: {texts:?}",
+            i + 1
+        );
+    }
+    assert!(
+        texts[..2].iter().all(|t| aborted.contains(t)),
+        "the counted calls were aborted by pi: {texts:?}"
+    );
+    assert!(
+        texts[2..]
+            .iter()
+            .all(|t| *t == denied || *t == "Operation aborted"),
+        "the call over the limit and the one after it were refused: {texts:?}"
+    );
+    assert!(
+        !witness(3).exists() && !witness(4).exists(),
+        "no call over the limit ran"
+    );
+    assert!(env.leftovers().is_empty(), "no process left");
+}
+
 #[tokio::test]
 async fn a_general_child_delegates_a_scout_grandchild_in_the_foreground() {
     let Some(env) = Env::real("nested_delegate") else {

@@ -472,6 +472,77 @@ fn no_color_turns_every_colour_off_in_the_hub() {
     }
 }
 
+/// What `docs/cli.md` says of help and usage errors on a terminal: clap styles them (bold and
+/// underlined headings, the `error:` label in red), and not at all with `NO_COLOR` set or
+/// when the output is not a terminal.
+#[test]
+fn help_and_usage_errors_are_styled_only_on_a_terminal_without_no_color() {
+    if !Tmux::available() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "tmux is required in CI (.ci/run installs it)"
+        );
+        eprintln!("SKIPPED: tmux is not installed; the help colour terminal test did not run");
+        return;
+    }
+    let runs = [
+        ("help", format!("{SLATE} stop --help"), "SLATE-EXIT=0"),
+        (
+            "helpnc",
+            format!("env NO_COLOR=1 {SLATE} stop --help"),
+            "SLATE-EXIT=0",
+        ),
+        (
+            "helppipe",
+            format!("{SLATE} stop --help | cat"),
+            "SLATE-EXIT=0",
+        ),
+        ("usage", format!("{SLATE} stop --bogus"), "SLATE-EXIT=2"),
+        (
+            "usagenc",
+            format!("env NO_COLOR=1 {SLATE} stop --bogus"),
+            "SLATE-EXIT=2",
+        ),
+        (
+            "usagepipe",
+            format!("{SLATE} stop --bogus 2>&1 | cat"),
+            "SLATE-EXIT=0",
+        ),
+    ];
+    let screens: Vec<Vec<String>> = runs
+        .iter()
+        .map(|(name, command, done)| {
+            let t = Tmux::start_sized(&format!("clap-{name}"), command, 100, 40);
+            let screen = t.wait_for(done, |s| s.contains(done));
+            assert!(screen.contains("Usage: slate stop"), "{name}: {screen}");
+            sgr_params(&t.screen_with_attributes())
+        })
+        .collect();
+    let [help, help_nc, help_pipe, usage, usage_nc, usage_pipe] = &screens[..] else {
+        unreachable!()
+    };
+    assert!(
+        help.iter().any(|p| p.split(';').any(|c| c == "1")),
+        "help on a terminal is styled (bold): {help:?}"
+    );
+    assert!(
+        help.iter().all(|p| !is_colour(p)),
+        "help has no colour, only bold and underline: {help:?}"
+    );
+    assert!(
+        usage.iter().any(|p| p.split(';').any(|c| c == "31")),
+        "a usage error on a terminal has a red `error:`: {usage:?}"
+    );
+    for (what, params) in [
+        ("help with NO_COLOR", help_nc),
+        ("help piped", help_pipe),
+        ("usage error with NO_COLOR", usage_nc),
+        ("usage error piped", usage_pipe),
+    ] {
+        assert!(params.is_empty(), "{what}: no escape at all: {params:?}");
+    }
+}
+
 /// Issue 12, live observation: a real pi worker's streaming text shows in the Hub's LIVE
 /// thread before its message ends (the fake LLM streams `SLOW8`: `word0 ` … `word31 `, four a
 /// second), and the final message replaces the streaming one.

@@ -3,6 +3,7 @@
 //! [`exit`] reports the error (text on stderr, or the one JSON error object on stdout) and
 //! picks its documented code (`docs/cli.md`). A closed stdout ends the command quietly.
 
+use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::io;
 
@@ -191,6 +192,95 @@ pub fn exit(printer: &Printer, result: Result<ExitCode, Error>) -> std::process:
         }
     };
     std::process::ExitCode::from(code as u8)
+}
+
+/// Parses the process's arguments into `C` (`slate`'s or `subagent-status`'s). `--help` and
+/// `--version` print as clap prints them; any other parse failure is a usage error (exit 2):
+/// clap's own text on stderr, or, when `--json` is on the command line, the one JSON error
+/// object on stdout, like every other `--json` failure.
+pub fn parse_args<C: clap::Parser>(
+    args: impl IntoIterator<Item = OsString>,
+) -> Result<C, std::process::ExitCode> {
+    let args: Vec<OsString> = args.into_iter().collect();
+    C::try_parse_from(&args).map_err(|error| {
+        use clap::error::ErrorKind;
+        let informational = matches!(
+            error.kind(),
+            ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+        );
+        if informational || !asks_for_json(&args) {
+            error.exit()
+        }
+        // The same error without clap's styles, so its text is exactly what it says: a
+        // quoted argument keeps every byte (the JSON writer escapes controls and bidi),
+        // where stripping styles from the styled text would also strip the argument's own
+        // escape sequences.
+        let plain = C::command()
+            .styles(clap::builder::Styles::plain())
+            .try_get_matches_from(&args)
+            .err()
+            .unwrap_or(error);
+        let (message, data) = usage_error_parts(&plain);
+        Printer::new(true).error_json("usage", &message, data.as_ref());
+        std::process::ExitCode::from(ExitCode::Usage as u8)
+    })
+}
+
+/// Whether `--json` is on the command line, before or after the subcommand: clap did not
+/// finish parsing, so the raw words are read. A word after `--` is an operand, never the flag;
+/// `--json` given as a flag's value (`--cwd --json`) is read by clap as the flag, as here.
+fn asks_for_json(args: &[OsString]) -> bool {
+    args.iter()
+        .skip(1)
+        .take_while(|arg| *arg != "--")
+        .any(|arg| arg == "--json")
+}
+
+/// A clap error as the JSON error's `message` (clap's own sentence and tips, without the
+/// `error: ` label, the usage line and the `--help` hint) and `data` (`{"usage": …}`, the
+/// command line clap expected, when it names one).
+fn usage_error_parts(error: &clap::Error) -> (String, Option<Value>) {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let usage = match error.get(ContextKind::Usage) {
+        Some(ContextValue::StyledStr(usage)) => Some(usage.ansi().to_string()),
+        _ => None,
+    };
+    // Rendered with plain styles (see `parse_args`): the text as it is, nothing stripped.
+    let rendered = error.render().ansi().to_string();
+    if error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        // clap's "error" here is the command's whole help (`slate pi`): said in clap's words
+        // for a missing subcommand instead, with the help's usage line.
+        let usage = rendered
+            .lines()
+            .find_map(|line| line.strip_prefix("Usage: "))
+            .map(str::to_owned);
+        // The command's words: those before the first `[OPTIONS]` or `<COMMAND>`.
+        let command = usage.as_deref().unwrap_or("").split(' ');
+        let command: Vec<&str> = command
+            .take_while(|word| !word.starts_with(['[', '<']))
+            .collect();
+        let command = command.join(" ");
+        return (
+            format!("'{command}' requires a subcommand but one was not provided"),
+            usage.map(|u| usage_data(&u)),
+        );
+    }
+    let mut message = rendered.strip_prefix("error: ").unwrap_or(&rendered);
+    // The usage paragraph and the hint follow the sentence: cut at the last usage line.
+    let cut = usage
+        .as_deref()
+        .and_then(|u| message.rfind(u.trim_end()))
+        .or_else(|| message.rfind("\n\nFor more information"));
+    if let Some(cut) = cut {
+        message = &message[..cut];
+    }
+    (message.trim_end().to_owned(), usage.map(|u| usage_data(&u)))
+}
+
+fn usage_data(usage: &str) -> Value {
+    let line = usage.trim();
+    let line = line.strip_prefix("Usage: ").unwrap_or(line);
+    serde_json::json!({ "usage": line })
 }
 
 #[cfg(test)]

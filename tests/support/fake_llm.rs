@@ -25,6 +25,7 @@
 //! | `LENGTH` | text ending with `finish_reason: "length"` |
 //! | `LOOP`, `LOOP<n>` | a bash tool call (`echo loop-<k>`) on every request until `n` (default 20) tool results follow the user message, then `Loop done after <n> tool calls.` (Rust only; for request/tool limits) |
 //! | `CALLS` | the tool calls named by the user text's lines `CALL: <tool> <JSON object>`, one per request and in order: the request after `k` tool results makes call `k + 1`, its arguments the JSON exactly as written (except that `$SELF` becomes the first `UUID@generation` in the system prompt and `$FOUND` the first one after `FOUND:` in the newest tool result); after the last, `Calls done.` then one line `[<i>] <text>` per tool result it saw (`i` from 1). A bad `CALL:` line is answered `CALLS: bad CALL line <n>: <why>.` (Rust only; for extension tests) |
+//! | `BATCH` | the same `CALL:` lines, all as one answer (a parallel batch: one assistant message with every call, ids `call_fake_<seq>_<i>`); once a tool result follows the user message, `Batch done.` then one line `[<i>] <text>` per tool result (Rust only; for batch limits) |
 //! | none | `ACK: <first 60 chars of the user text>` |
 //! | request without `tools` | `SUMMARY: fake summary of <n> chars.` (pi's compaction/summary calls) |
 //!
@@ -992,44 +993,68 @@ impl Conn<'_> {
         preamble: &[String],
         delay: Duration,
     ) -> io::Result<()> {
+        self.stream_tool_calls(
+            id,
+            model,
+            std::slice::from_ref(call),
+            prompt_tokens,
+            preamble,
+            delay,
+        )
+    }
+
+    /// One answer with `calls` as its tool calls (indices 0, 1, …, each streamed whole before
+    /// the next, as the `OpenAI` API streams a parallel batch).
+    fn stream_tool_calls(
+        &mut self,
+        id: &str,
+        model: &str,
+        calls: &[ToolCall<'_>],
+        prompt_tokens: u64,
+        preamble: &[String],
+        delay: Duration,
+    ) -> io::Result<()> {
         self.start_sse()?;
         self.role(id, model)?;
         for p in preamble {
             self.content(id, model, p)?;
             self.wait(delay)?;
         }
-        let first = Delta {
-            tool_calls: Some(vec![ToolCallDelta {
-                index: 0,
-                id: Some(call.call_id.to_owned()),
-                kind: Some("function"),
-                function: FunctionDelta {
-                    name: Some(call.name.to_owned()),
-                    arguments: String::new(),
-                },
-            }]),
-            ..Delta::default()
-        };
-        self.chunk(id, model, first, None)?;
-        // The argument JSON in about three deltas (split between characters).
-        for piece in thirds(call.args_json) {
-            let d = Delta {
+        for (index, call) in (0u32..).zip(calls) {
+            let first = Delta {
                 tool_calls: Some(vec![ToolCallDelta {
-                    index: 0,
-                    id: None,
-                    kind: None,
+                    index,
+                    id: Some(call.call_id.to_owned()),
+                    kind: Some("function"),
                     function: FunctionDelta {
-                        name: None,
-                        arguments: piece.to_owned(),
+                        name: Some(call.name.to_owned()),
+                        arguments: String::new(),
                     },
                 }]),
                 ..Delta::default()
             };
-            self.chunk(id, model, d, None)?;
-            self.wait(delay)?;
+            self.chunk(id, model, first, None)?;
+            // The argument JSON in about three deltas (split between characters).
+            for piece in thirds(call.args_json) {
+                let d = Delta {
+                    tool_calls: Some(vec![ToolCallDelta {
+                        index,
+                        id: None,
+                        kind: None,
+                        function: FunctionDelta {
+                            name: None,
+                            arguments: piece.to_owned(),
+                        },
+                    }]),
+                    ..Delta::default()
+                };
+                self.chunk(id, model, d, None)?;
+                self.wait(delay)?;
+            }
         }
         self.chunk(id, model, Delta::default(), Some("tool_calls"))?;
-        self.usage_chunk(id, model, Usage::plain(prompt_tokens, 20))?;
+        let completion = 20 * calls.len().max(1) as u64;
+        self.usage_chunk(id, model, Usage::plain(prompt_tokens, completion))?;
         self.sse("[DONE]")
     }
 
@@ -1184,6 +1209,7 @@ impl Conn<'_> {
             }
             "LOOP" => self.tool_loop(ctx, LOOP_DEFAULT),
             "CALLS" => self.calls(ctx),
+            "BATCH" => self.batch(ctx),
             _ if numbered(scen, "LOOP").is_some() => {
                 self.tool_loop(ctx, numbered(scen, "LOOP").unwrap_or(0).min(LOOP_MAX))
             }
@@ -1307,6 +1333,49 @@ impl Conn<'_> {
             return self.tool_call_json(ctx, &call.name, &args, &[], CHUNK_DELAY);
         }
         let mut pieces = strings(&["Calls ", "done."]);
+        for (i, result) in tool_results_after_user(&ctx.messages).iter().enumerate() {
+            pieces.push(format!("\n[{}] {result}", i + 1));
+        }
+        self.text(ctx, &pieces, TextOpts::default())
+    }
+
+    /// BATCH: every `CALL:` line's call in the first answer (one parallel batch), then text.
+    fn batch(&mut self, ctx: &Ctx) -> io::Result<()> {
+        let calls = match parse_calls(&ctx.user_text) {
+            Ok(calls) => calls,
+            Err(why) => {
+                let pieces = strings(&["BATCH: ", &why, "."]);
+                return self.text(ctx, &pieces, TextOpts::default());
+            }
+        };
+        if ctx.n_tool == 0 {
+            let args: Vec<String> = calls
+                .iter()
+                .map(|call| substitute_refs(&call.args_json, &ctx.messages))
+                .collect();
+            let ids: Vec<String> = (1..=calls.len())
+                .map(|i| format!("call_fake_{}_{i}", ctx.seq))
+                .collect();
+            let batch: Vec<ToolCall<'_>> = calls
+                .iter()
+                .zip(&args)
+                .zip(&ids)
+                .map(|((call, args_json), call_id)| ToolCall {
+                    call_id,
+                    name: &call.name,
+                    args_json,
+                })
+                .collect();
+            return self.stream_tool_calls(
+                &ctx.id,
+                &ctx.model,
+                &batch,
+                ctx.prompt_tokens,
+                &[],
+                CHUNK_DELAY,
+            );
+        }
+        let mut pieces = strings(&["Batch ", "done."]);
         for (i, result) in tool_results_after_user(&ctx.messages).iter().enumerate() {
             pieces.push(format!("\n[{}] {result}", i + 1));
         }
