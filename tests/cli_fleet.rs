@@ -167,6 +167,26 @@ fn fleet_commands_against_a_live_coordinator() {
     assert_eq!(two["snapshot"]["generation"], 1);
     let table = f.slate(&["status"]);
     assert!(String::from_utf8_lossy(&table.stdout).contains("current generations"));
+    // --width fits it: no line wider, handles instead of identities, every row there.
+    for width in [56usize, 80, 160] {
+        let fitted = f.slate(&["status", "--width", &width.to_string()]);
+        assert_eq!(fitted.status.code(), Some(0), "{}", stderr(&fitted));
+        let text = String::from_utf8(fitted.stdout).unwrap();
+        for line in text.lines() {
+            assert!(
+                slate::text::width(line) <= width,
+                "{width}: {line:?} is {} columns",
+                slate::text::width(line)
+            );
+        }
+        assert!(text.contains(&id[..8]) && !text.contains(&id), "{text}");
+        let rows = text.lines().filter(|l| l.contains(" scout ")).count();
+        assert!(rows >= 2, "{width}: {text}");
+    }
+    let narrow = f.slate(&["status", "--width", "55"]);
+    assert_eq!(narrow.status.code(), Some(2), "{}", stderr(&narrow));
+    let with_json = f.slate(&["--json", "status", "--width", "80"]);
+    assert_eq!(with_json.status.code(), Some(2));
 
     // Refusals exit 1 and name the rule; malformed input exits 2.
     let followup = f.json(&["followup", &target, "Also list the tests"]);
@@ -227,6 +247,10 @@ fn fleet_commands_against_a_live_coordinator() {
     assert!(history["children"].as_array().unwrap().len() >= 3);
     let text = f.slate(&["status", "--parent", &parent]);
     assert!(String::from_utf8_lossy(&text.stdout).contains("read-only history"));
+    let fitted = f.slate(&["status", "--parent", &parent, "--width", "60"]);
+    let fitted = String::from_utf8(fitted.stdout).unwrap();
+    assert!(fitted.contains("read-only history"), "{fitted}");
+    assert!(fitted.lines().skip(2).all(|l| slate::text::width(l) <= 60), "{fitted}");
 }
 
 /// Every refusal class the root can meet from the command line: exit 1, nothing on stdout,
