@@ -165,7 +165,13 @@ fn clean_slow(raw: &str, keep_newlines: bool) -> String {
     let mut out = String::with_capacity(raw.len());
     let mut chars = raw.chars().peekable();
     let mut column = 0usize;
-    while let Some(c) = chars.next() {
+    // An ESC that ended a string sequence starts the next one (as terminals parse it).
+    let mut escape_again = false;
+    while let Some(c) = if std::mem::take(&mut escape_again) {
+        Some('\u{1b}')
+    } else {
+        chars.next()
+    } {
         let escape = match c {
             '\u{1b}' => match chars.peek().copied() {
                 Some('[') => {
@@ -196,7 +202,8 @@ fn clean_slow(raw: &str, keep_newlines: bool) -> String {
         };
         match escape {
             Some(Escape::Csi) => {
-                for n in chars.by_ref() {
+                // An ESC inside ends the sequence and starts another (`ESC [ ESC [31m`).
+                while let Some(n) = chars.next_if(|&n| n != '\u{1b}') {
                     if ('\u{40}'..='\u{7e}').contains(&n) {
                         break;
                     }
@@ -209,8 +216,10 @@ fn clean_slow(raw: &str, keep_newlines: bool) -> String {
                         break;
                     }
                     if n == '\u{1b}' {
-                        if chars.peek() == Some(&'\\') {
-                            chars.next();
+                        // ST (`ESC \`) ends the string; any other ESC ends it and starts
+                        // the next sequence.
+                        if chars.next_if_eq(&'\\').is_none() {
+                            escape_again = true;
                         }
                         break;
                     }
