@@ -1768,8 +1768,9 @@ fn a_long_transcript_shows_its_end_its_row_count_and_its_start_23() {
     ]})]);
     let screen = rig.screen();
     assert!(screen.contains("line 99999 of the long one"), "{screen}");
-    // The heading, 99,999 lines of one row and one of 200 columns: three rows at 80.
-    assert!(screen.contains("LIVE · row 100003/100003"), "{screen}");
+    // The heading, 99,999 lines of one row and one of 200 columns (three rows at 80); the
+    // first of the 41 rows shown is row 99,963.
+    assert!(screen.contains("LIVE · row 99963/100003"), "{screen}");
     rig.key(KeyCode::Home);
     let screen = rig.screen();
     assert!(
