@@ -857,7 +857,7 @@ impl Hub {
         count: usize,
     ) -> Vec<(RowKind, String)> {
         let (lines, tail, wrapped) = self.document(pane);
-        if wrapped.len() == 0 {
+        if wrapped.is_empty() {
             return Vec::new();
         }
         wrapped.window(lines, tail, offset, count)

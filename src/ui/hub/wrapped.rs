@@ -58,6 +58,10 @@ impl Wrapped {
         self.ends.last().copied().unwrap_or(0)
     }
 
+    pub(super) fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// At most `count` rows from row `offset`, wrapped now from the lines they come from
     /// (`lines` and `tail` as last counted).
     pub(super) fn window(
