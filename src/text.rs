@@ -174,10 +174,13 @@ fn clean_slow(raw: &str, keep_newlines: bool) -> String {
     } {
         let escape = match c {
             '\u{1b}' => match chars.peek().copied() {
-                // Terminals ignore anything past ASCII inside an escape and stay in it
-                // (`ESC é a` drops all three).
-                Some(next) if !next.is_ascii() => {
-                    while chars.next_if(|n| !n.is_ascii()).is_some() {}
+                // Terminals ignore (or execute) anything but printable ASCII inside an
+                // escape and stay in it (`ESC é a`, `ESC DEL a` drop all three).
+                Some(next) if next != '\u{1b}' && !('\u{20}'..='\u{7e}').contains(&next) => {
+                    while chars
+                        .next_if(|&n| n != '\u{1b}' && !('\u{20}'..='\u{7e}').contains(&n))
+                        .is_some()
+                    {}
                     escape_again = true;
                     continue;
                 }
