@@ -3,18 +3,27 @@
 //! * `hub/frame_200x60` — one steady-state frame (prepare + draw into a `TestBackend`) at
 //!   200×60 with 10,000 identities in the roster and a 100,000-line transcript in the thread
 //!   (LIVE, so the bottom is drawn). Target: ≤ 2 ms.
-//! * `hub/transcript_100k` — the one-off cost when that transcript arrives whole (a new
-//!   selection or generation): building the thread/tools documents and wrapping them to the
-//!   pane width.
-//! * `hub/transcript_append_100k` — one change of the selected worker with that transcript
-//!   loaded: the `transcript` read after the cursor answers one new message, which is
-//!   appended to the documents and wrapped (the rest is not rebuilt). Target: ≤ 2 ms.
+//! * `hub/select_100k` — switching the selection to the worker with that transcript, as the
+//!   loop shows it: the key through the loop's `step` (the selection moves, the `transcript`
+//!   read is asked for), then the answer (decoded) through `step` again, which builds the
+//!   documents, counts their rows and draws the frame. Target: ≤ 16 ms.
+//! * `hub/select_short` — the same switch to a worker with a 20-line transcript.
+//! * `hub/selected_change_100k` — one change of the selected worker with that transcript
+//!   loaded, as the loop shows it: the registry change through `step` (the read after the
+//!   cursor is asked for), then its one-message answer through `step` (appended, counted,
+//!   drawn). Target: ≤ 2 ms.
+//! * `hub/transcript_decode_100k` — the socket's side of that fetch, for the record: decoding
+//!   the whole `transcript` answer line (7 MB of JSON) into the reply the loop receives.
+//! * `hub/transcript_100k` — the whole transcript arriving for the selection (`update` +
+//!   `prepare`, no draw): building the thread/tools documents and counting their rows.
+//! * `hub/transcript_append_100k` — one appended message (`update` + `prepare`, no draw).
 //! * `hub/registry_change_10k` — one registry change applied and settled with 10,000
 //!   identities (the unfiltered tree keeps its order; the fleet counts are recomputed).
 //! * Idle draws are counted, not timed: N simulated seconds through the same `step` the
 //!   loop runs, with a tick only when the loop would schedule one. Printed to stderr.
 
 use std::hint::black_box;
+use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use ratatui::Terminal;
@@ -22,9 +31,11 @@ use ratatui::backend::TestBackend;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
+use slate::control::methods::TranscriptResult;
+use slate::core::ChildRef;
 use slate::core::task::{Limits, Role};
 use slate::core::{ChildSnapshot, Status, Telemetry, Window};
-use slate::ui::hub::{Hub, HubOptions, HubView, Msg, TranscriptPart, step};
+use slate::ui::hub::{Hub, HubOptions, HubView, Key, Msg, TranscriptPart, UiEffect, step};
 
 const NOW: u64 = 1_700_000_000_000;
 const IDENTITIES: u128 = 10_000;
@@ -103,7 +114,20 @@ fn fleet(status: impl Fn(u128) -> Status) -> Vec<ChildSnapshot> {
 
 /// 1,000 assistant messages of 100 lines each.
 fn transcript() -> Vec<Value> {
-    (0..TRANSCRIPT_LINES / 100)
+    messages_of(TRANSCRIPT_LINES)
+}
+
+/// `lines / 100` assistant messages of 100 lines each (one of `lines` lines when fewer).
+fn messages_of(lines: usize) -> Vec<Value> {
+    if lines < 100 {
+        let text: Vec<String> = (0..lines)
+            .map(|l| format!("line {l}: the quick brown fox jumps over the lazy dog"))
+            .collect();
+        return vec![
+            json!({"role": "assistant", "content": [{"type": "text", "text": text.join("\n")}]}),
+        ];
+    }
+    (0..lines / 100)
         .map(|m| {
             let text: Vec<String> = (0..100)
                 .map(|l| {
@@ -209,7 +233,138 @@ fn bench(c: &mut Criterion) {
             black_box(hub.settle());
         });
     });
+    loop_benches(c, &messages);
     idle_draws();
+}
+
+/// The `transcript` read a step asked for, if any.
+fn fetch(effects: &[UiEffect]) -> Option<(ChildRef, Option<u64>)> {
+    effects.iter().find_map(|e| match e {
+        UiEffect::FetchTranscript { target, after } => Some((*target, *after)),
+        _ => None,
+    })
+}
+
+/// A key, then the transcript answer for the selection it makes, through the loop's `step`.
+fn switch(
+    hub: &mut Hub,
+    terminal: &mut Terminal<TestBackend>,
+    key: Key,
+    messages: Vec<Value>,
+) -> ChildRef {
+    let done = step(hub, vec![Msg::Key(key)], terminal).expect("step");
+    let (target, after) = fetch(&done.effects).expect("a transcript read");
+    let answer = Msg::Transcript {
+        target,
+        result: Ok(TranscriptPart {
+            after,
+            messages,
+            cursor: 1,
+            restarted: false,
+        }),
+    };
+    let done = step(hub, vec![answer], terminal).expect("step");
+    assert!(done.drew, "the answer is drawn");
+    target
+}
+
+/// What the loop does, timed through its own `step`: selection switches, a change of the
+/// selected worker, and the socket answer's decoding.
+fn loop_benches(c: &mut Criterion, messages: &[Value]) {
+    let short = messages_of(20);
+    let mut hub = loaded_hub(
+        fleet(|n| {
+            if n % 3 == 0 {
+                Status::Running
+            } else {
+                Status::Settled
+            }
+        }),
+        200,
+        60,
+    );
+    let mut terminal = Terminal::new(TestBackend::new(200, 60)).expect("terminal");
+    let _ = step(&mut hub, Vec::new(), &mut terminal).expect("first frame");
+    // Row 0 is the worker with the long transcript; rows 1 and 2 get short ones.
+    let mut row = 0;
+    let mut timed = |hub: &mut Hub, terminal: &mut Terminal<TestBackend>, iters: u64, big: bool| {
+        let mut total = Duration::ZERO;
+        for _ in 0..iters {
+            // Untimed: the selection on row 1 with its transcript loaded.
+            if row != 1 {
+                let key = if row == 0 { Key::Down } else { Key::Up };
+                let _ = switch(hub, terminal, key, short.clone());
+            }
+            let (key, answer, to) = if big {
+                (Key::Up, messages.to_vec(), 0)
+            } else {
+                (Key::Down, short.clone(), 2)
+            };
+            let start = Instant::now();
+            black_box(switch(hub, terminal, key, answer));
+            total += start.elapsed();
+            row = to;
+        }
+        total
+    };
+    c.bench_function("hub/select_100k", |b| {
+        b.iter_custom(|iters| timed(&mut hub, &mut terminal, iters, true));
+    });
+    c.bench_function("hub/select_short", |b| {
+        b.iter_custom(|iters| timed(&mut hub, &mut terminal, iters, false));
+    });
+    // The long transcript selected and loaded; then changes of that worker.
+    for at in (1..=row).rev() {
+        let answer = if at == 1 {
+            messages.to_vec()
+        } else {
+            short.clone()
+        };
+        let _ = switch(&mut hub, &mut terminal, Key::Up, answer);
+    }
+    let mut changed = snapshot(0, Status::Running);
+    let mut requests = 3;
+    c.bench_function("hub/selected_change_100k", |b| {
+        b.iter(|| {
+            requests += 1;
+            changed.telemetry.requests = Some(requests);
+            let done = step(
+                &mut hub,
+                vec![Msg::Registry {
+                    child: Box::new(changed.clone()),
+                    at: NOW,
+                }],
+                &mut terminal,
+            )
+            .expect("step");
+            let (target, after) = fetch(&done.effects).expect("a transcript read");
+            let message = json!({"role": "assistant", "content": [{"type": "text",
+                "text": format!("request {requests}: the quick brown fox jumps over the lazy dog\nand a second line")}]});
+            let answer = Msg::Transcript {
+                target,
+                result: Ok(TranscriptPart {
+                    after,
+                    messages: vec![message],
+                    cursor: after.unwrap_or(0) + 1,
+                    restarted: false,
+                }),
+            };
+            let done = step(&mut hub, vec![answer], &mut terminal).expect("step");
+            assert!(done.drew);
+        });
+    });
+    let line = serde_json::to_string(&json!({
+        "target": format!("{}@1", snapshot(0, Status::Running).id),
+        "messages": messages,
+        "cursor": 7_000_000,
+    }))
+    .expect("answer");
+    c.bench_function("hub/transcript_decode_100k", |b| {
+        b.iter(|| {
+            let answer: TranscriptResult = serde_json::from_str(&line).expect("decodes");
+            black_box(answer)
+        });
+    });
 }
 
 /// Draws over `IDLE_SECONDS` simulated seconds with nothing happening, ticking only when the

@@ -138,20 +138,52 @@ enum Escape {
 }
 
 /// Printable ASCII only: nothing to clean, one column per byte, one grapheme per byte.
-fn printable_ascii(text: &str) -> bool {
+pub fn printable_ascii(text: &str) -> bool {
     text.bytes().all(|b| (0x20..0x7f).contains(&b))
 }
 
+/// Printable ASCII and `\n` only: what a transcript's plain text is, nothing to clean.
+fn printable_ascii_lines(text: &str) -> bool {
+    text.bytes()
+        .all(|b| b == b'\n' || (0x20..0x7f).contains(&b))
+}
+
 fn clean(raw: &str, keep_newlines: bool) -> String {
-    if printable_ascii(raw) {
+    let nothing_to_clean = if keep_newlines {
+        printable_ascii_lines(raw)
+    } else {
+        printable_ascii(raw)
+    };
+    if nothing_to_clean {
         return raw.to_owned();
     }
+    clean_slow(raw, keep_newlines)
+}
+
+/// [`clean`] without its fast path (the tests compare the two).
+fn clean_slow(raw: &str, keep_newlines: bool) -> String {
     let mut out = String::with_capacity(raw.len());
     let mut chars = raw.chars().peekable();
     let mut column = 0usize;
-    while let Some(c) = chars.next() {
+    // An ESC that ended a string sequence starts the next one (as terminals parse it).
+    let mut escape_again = false;
+    while let Some(c) = if std::mem::take(&mut escape_again) {
+        Some('\u{1b}')
+    } else {
+        chars.next()
+    } {
         let escape = match c {
             '\u{1b}' => match chars.peek().copied() {
+                // Terminals ignore (or execute) anything but printable ASCII inside an
+                // escape and stay in it (`ESC é a`, `ESC DEL a` drop all three).
+                Some(next) if next != '\u{1b}' && !('\u{20}'..='\u{7e}').contains(&next) => {
+                    while chars
+                        .next_if(|&n| n != '\u{1b}' && !('\u{20}'..='\u{7e}').contains(&n))
+                        .is_some()
+                    {}
+                    escape_again = true;
+                    continue;
+                }
                 Some('[') => {
                     chars.next();
                     Some(Escape::Csi)
@@ -180,7 +212,8 @@ fn clean(raw: &str, keep_newlines: bool) -> String {
         };
         match escape {
             Some(Escape::Csi) => {
-                for n in chars.by_ref() {
+                // An ESC inside ends the sequence and starts another (`ESC [ ESC [31m`).
+                while let Some(n) = chars.next_if(|&n| n != '\u{1b}') {
                     if ('\u{40}'..='\u{7e}').contains(&n) {
                         break;
                     }
@@ -193,8 +226,10 @@ fn clean(raw: &str, keep_newlines: bool) -> String {
                         break;
                     }
                     if n == '\u{1b}' {
-                        if chars.peek() == Some(&'\\') {
-                            chars.next();
+                        // ST (`ESC \`) ends the string; any other ESC ends it and starts
+                        // the next sequence.
+                        if chars.next_if_eq(&'\\').is_none() {
+                            escape_again = true;
                         }
                         break;
                     }
@@ -226,7 +261,13 @@ fn clean(raw: &str, keep_newlines: bool) -> String {
             }
         }
     }
-    drop_zero_width_graphemes(out)
+    // Printable ASCII has no grapheme of width 0 (every control is gone by now): only
+    // text with something else in it needs segmenting.
+    if out.is_ascii() {
+        out
+    } else {
+        drop_zero_width_graphemes(out)
+    }
 }
 
 /// Display width in terminal columns, as the ratatui buffer counts it: the sum of each
@@ -604,6 +645,102 @@ mod tests {
         }
         assert_eq!(SafeText::lines("a\n\u{301}b").as_str(), "a\nb");
         assert_eq!(width("e\u{301}\u{65e5}"), 3);
+    }
+
+    /// Fragments that make escape sequences, controls, marks and wide text when joined.
+    const PIECES: &[&str] = &[
+        "a",
+        "Z",
+        "0",
+        ";",
+        "m",
+        "[",
+        "]",
+        "P",
+        "X",
+        "^",
+        "_",
+        "(",
+        "B",
+        "\\",
+        " ",
+        "é",
+        "日",
+        "✓",
+        "\u{1b}",
+        "\u{7}",
+        "\u{9b}",
+        "\u{9c}",
+        "\u{9d}",
+        "\u{90}",
+        "\u{85}",
+        "\u{7f}",
+        "\u{8}",
+        "\n",
+        "\r",
+        "\t",
+        "\u{202e}",
+        "\u{2066}",
+        "\u{200b}",
+        "\u{301}",
+        "\u{1b}[31m",
+        "\u{1b}]0;t\u{7}",
+        "\u{1b}P1$r\u{1b}\\",
+        "\u{1b}[?25l",
+        "\u{1b}7",
+    ];
+
+    fn untrusted() -> impl proptest::strategy::Strategy<Value = String> {
+        proptest::collection::vec(proptest::sample::select(PIECES), 0..40)
+            .prop_map(|pieces| pieces.concat())
+    }
+
+    use proptest::strategy::Strategy as _;
+
+    /// `text` without whitespace (tabs become spaces and newlines may become spaces, so only
+    /// the rest is compared).
+    fn visible(text: &str) -> Vec<char> {
+        text.chars().filter(|c| !c.is_whitespace()).collect()
+    }
+
+    /// `small` is `big` with some characters left out.
+    fn is_subsequence(small: &[char], big: &[char]) -> bool {
+        let mut rest = big.iter();
+        small.iter().all(|c| rest.any(|b| b == c))
+    }
+
+    proptest::proptest! {
+        /// The `strip-ansi-escapes` crate (vte's parser) is the oracle: whatever it removes
+        /// is removed here too, and nothing that acts on a terminal is left.
+        #[test]
+        fn safe_text_removes_at_least_what_strip_ansi_escapes_removes_23(raw in untrusted()) {
+            let oracle = strip_ansi_escapes::strip_str(&raw);
+            for (multi, clean) in [(true, SafeText::lines(&raw)), (false, SafeText::line(&raw))] {
+                let clean = clean.as_str();
+                proptest::prop_assert!(
+                    is_subsequence(&visible(clean), &visible(&oracle)),
+                    "{raw:?}: kept {clean:?}, the oracle {oracle:?}"
+                );
+                proptest::prop_assert!(
+                    !clean.chars().any(|c| (c.is_control() && !(multi && c == '\n'))
+                        || super::is_bidi_control(c)
+                        || super::is_unreliable_width(c)),
+                    "{raw:?}: {clean:?}"
+                );
+            }
+        }
+
+        /// The ASCII fast paths answer what the general path answers.
+        #[test]
+        fn printable_ascii_takes_the_fast_path_to_the_same_text_23(
+            raw in "[ -~\n]{0,200}",
+        ) {
+            for multi in [true, false] {
+                proptest::prop_assert_eq!(super::clean(&raw, multi), super::clean_slow(&raw, multi));
+            }
+            let line = raw.replace('\n', " ");
+            proptest::prop_assert_eq!(width(&line), unicode_width::UnicodeWidthStr::width(line.as_str()));
+        }
     }
 
     #[test]

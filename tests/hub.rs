@@ -1447,6 +1447,8 @@ fn the_wide_roster_gives_the_headline_the_room_it_needs_12() {
         row.contains("Map the config loader and every caller of it"),
         "the whole headline: {row:?}"
     );
+    // Beside its handle (issue 21): at 160 columns the roster has room for both.
+    assert!(row.contains(&r(1, 1).handle()), "the handle: {row:?}");
     // The stats that did not fit are in the details.
     rig.key(KeyCode::Tab);
     let screen = rig.screen();
@@ -1727,4 +1729,55 @@ fn a_dead_coordinator_looks_dead_in_the_hub_4() {
     let header = rig.screen().lines().next().unwrap_or_default().to_owned();
     assert!(header.contains("coordinator shut down"), "{header}");
     assert!(!header.contains("died"), "{header}");
+}
+
+/// Issue 21: the wide roster shows every row's 8-character handle (`@N` after a first
+/// generation) at the widths the wide layout starts at, and the headline still shows.
+#[test]
+fn the_wide_roster_shows_handles_and_headlines_21() {
+    for w in [100, 120, 160, 200] {
+        let screen = Rig::new(w, 45).screen();
+        for (handle, headline) in [
+            (r(1, 1).handle(), "Map the storage"),
+            (r(3, 2).handle(), "Continue the CLI"),
+        ] {
+            let row = screen
+                .lines()
+                .filter_map(|l| l.split('│').next())
+                .find(|l| l.contains(&handle) && l.contains(&headline[..8]))
+                .unwrap_or_else(|| panic!("{w}: no row with {handle} and {headline}:\n{screen}"));
+            if w >= 160 {
+                assert!(row.contains(headline), "{w}: {row:?}");
+            }
+        }
+    }
+}
+
+/// Issue 23: a 100,000-line transcript is drawn from the rows on screen only, yet it shows
+/// its newest line LIVE, counts every row (a line wider than the pane makes several) and
+/// shows its first line at the top.
+#[test]
+fn a_long_transcript_shows_its_end_its_row_count_and_its_start_23() {
+    let mut lines: Vec<String> = (0..100_000)
+        .map(|i| format!("line {i} of the long one"))
+        .collect();
+    lines[5] = "wide ".repeat(40);
+    let mut rig = Rig::new(160, 45);
+    rig.answer_transcript(vec![json!({"role": "assistant", "content": [
+        {"type": "text", "text": lines.join("\n")}
+    ]})]);
+    let screen = rig.screen();
+    assert!(screen.contains("line 99999 of the long one"), "{screen}");
+    // The heading, 99,999 lines of one row and one of 200 columns (three rows at 80); the
+    // first of the 41 rows shown is row 99,963.
+    assert!(screen.contains("LIVE · row 99963/100003"), "{screen}");
+    rig.key(KeyCode::Home);
+    let screen = rig.screen();
+    assert!(
+        screen.contains("▌ assistant") && screen.contains("line 0 of the long one"),
+        "{screen}"
+    );
+    assert!(!screen.contains("line 99999"), "{screen}");
+    let wide_rows = screen.lines().filter(|l| l.contains("wide wide")).count();
+    assert_eq!(wide_rows, 3, "{screen}");
 }

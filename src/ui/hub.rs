@@ -5,6 +5,7 @@
 //! * `state.rs` — the sans-IO state machine (`Hub::update(msg) -> Vec<UiEffect>`);
 //! * `roster.rs` — ordering, filtering and fleet counts of the registry's snapshots;
 //! * `transcript.rs`, `details.rs` — cleaned documents for the panes;
+//! * `wrapped.rs` — a document's rows at the pane's width, wrapped only where drawn;
 //! * `layout.rs`, `view.rs` — the frame (`impl Widget for &HubView`);
 //! * `event_loop.rs` — the one loop: drain every pending input, update, draw once if dirty;
 //! * `frames.rs` — the same loop for a host that draws the frames (pi's overlay).
@@ -23,6 +24,7 @@ pub mod roster;
 mod state;
 pub mod transcript;
 mod view;
+mod wrapped;
 
 pub use event_loop::{Step, run_hub, step};
 pub use keys::Key;

@@ -3,7 +3,7 @@
 use unicode_segmentation::UnicodeSegmentation;
 
 use crate::core::{ChildSnapshot, Millis};
-use crate::text::width;
+use crate::text::{printable_ascii, width};
 
 /// `850ms`, `4.2s`, `3m07s`, `2h05m`.
 pub fn duration(ms: Millis) -> String {
@@ -115,16 +115,20 @@ pub fn wrap(text: &str, columns: usize, out: &mut Vec<String>) {
             out.push(line.to_owned());
             continue;
         }
+        // Printable ASCII is one grapheme and one column per byte: no segmentation.
+        let ascii = printable_ascii(line);
+        let graphemes: Box<dyn Iterator<Item = &str>> = if ascii {
+            Box::new((0..line.len()).map(|i| &line[i..=i]))
+        } else {
+            Box::new(line.graphemes(true))
+        };
         let mut row = String::new();
         let mut used = 0;
         let mut last_space: Option<usize> = None;
-        for g in line.graphemes(true) {
+        for g in graphemes {
+            let w = if ascii { 1 } else { width(g) };
             // A grapheme wider than the whole row cannot be shown: mark it instead.
-            let (g, w) = if width(g) > columns {
-                ("…", 1)
-            } else {
-                (g, width(g))
-            };
+            let (g, w) = if w > columns { ("…", 1) } else { (g, w) };
             if used + w > columns {
                 if let Some(byte) = last_space.filter(|&b| b > 0) {
                     let rest = row.split_off(byte);
@@ -145,6 +149,20 @@ pub fn wrap(text: &str, columns: usize, out: &mut Vec<String>) {
         }
         out.push(row);
     }
+}
+
+/// How many rows [`wrap`] makes of `text` at `columns`, without keeping them when the text
+/// fits in one row (the common case: a row count for every line of a long transcript).
+pub fn row_count(text: &str, columns: usize, scratch: &mut Vec<String>) -> usize {
+    if columns == 0 {
+        return 0;
+    }
+    if !text.contains('\n') && width(text) <= columns {
+        return 1;
+    }
+    scratch.clear();
+    wrap(text, columns, scratch);
+    scratch.len()
 }
 
 #[cfg(test)]

@@ -308,12 +308,8 @@ impl Hub {
 
     /// The largest offset that still fills the pane.
     pub(super) fn max_offset(&self, pane: Pane) -> usize {
-        let rows = match pane {
-            Pane::Thread => self.thread.rows.len(),
-            Pane::Details => self.details.rows.len(),
-            Pane::Tools => self.tools.rows.len(),
-        };
-        rows.saturating_sub(usize::from(self.areas().pane.height))
+        self.pane_len(pane)
+            .saturating_sub(usize::from(self.areas().pane.height))
     }
 
     /// The first row drawn in `pane`.

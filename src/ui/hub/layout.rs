@@ -9,7 +9,11 @@ pub const TINY_HEIGHT: u16 = 8;
 /// From this width the roster sits beside the pane (narrower, it sits above it).
 pub const WIDE_WIDTH: u16 = 100;
 /// The roster never takes more than this many columns.
-pub const ROSTER_MAX: u16 = 64;
+pub const ROSTER_MAX: u16 = 80;
+/// The roster takes two fifths of a wide frame, or more when that leaves the pane over this
+/// many columns (a thread reads well at a classic terminal's width): at 160 columns the
+/// roster has 79, room for the handle, status, role and a headline.
+pub const PANE_READING_WIDTH: u16 = 80;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -79,7 +83,9 @@ impl Areas {
             };
         }
         let body = h - 3;
-        let roster_w = (w * 2 / 5).min(ROSTER_MAX);
+        let roster_w = (w * 2 / 5)
+            .max(w.saturating_sub(PANE_READING_WIDTH + 1))
+            .min(ROSTER_MAX);
         let pane_x = area.x + roster_w + 1;
         let pane_w = w - roster_w - 1;
         Self {

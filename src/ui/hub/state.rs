@@ -7,11 +7,11 @@ use ratatui::layout::Rect;
 use serde_json::Value;
 
 use super::details;
-use super::format::wrap;
 use super::keys::Key;
 use super::layout::{Areas, Kind};
 use super::roster::{Filter, Roster, SortKey};
 use super::transcript::{Documents, Line, RowKind, append, documents, partial_assistant};
+use super::wrapped::Wrapped;
 use crate::control::Method as _;
 use crate::control::methods::{
     MessageParams, Request, SteerParams, StopManyParams, Target, TargetParams, WaitParams, method,
@@ -309,54 +309,6 @@ pub struct Scroll {
     pub follow: bool,
 }
 
-/// Wrapped rows of one document at one width.
-#[derive(Debug, Default)]
-pub(super) struct Wrapped {
-    width: usize,
-    /// Changes when the document was replaced (not only appended to).
-    epoch: u64,
-    version: u64,
-    /// How many of the document's lines are wrapped into `rows`, and the rows they make
-    /// (the tail's rows follow).
-    lines_done: usize,
-    base_rows: usize,
-    pub rows: Vec<(RowKind, String)>,
-}
-
-impl Wrapped {
-    /// `lines`, then `tail`, wrapped at `width`. A new width or epoch rewraps everything; a
-    /// new version within one epoch means lines were appended (or the tail changed): only
-    /// the new lines and the tail are wrapped.
-    fn refresh(&mut self, lines: &[Line], tail: &[Line], width: usize, epoch: u64, version: u64) {
-        if self.width == width && self.epoch == epoch && self.version == version {
-            return;
-        }
-        if self.width != width || self.epoch != epoch || lines.len() < self.lines_done {
-            self.rows.clear();
-            self.lines_done = 0;
-            self.base_rows = 0;
-        }
-        self.width = width;
-        self.epoch = epoch;
-        self.version = version;
-        self.rows.truncate(self.base_rows);
-        let mut buf = Vec::new();
-        let mut push = |rows: &mut Vec<(RowKind, String)>, line: &Line| {
-            buf.clear();
-            wrap(line.text.as_str(), width, &mut buf);
-            rows.extend(buf.drain(..).map(|t| (line.kind, t)));
-        };
-        for line in &lines[self.lines_done..] {
-            push(&mut self.rows, line);
-        }
-        self.lines_done = lines.len();
-        self.base_rows = self.rows.len();
-        for line in tail {
-            push(&mut self.rows, line);
-        }
-    }
-}
-
 /// The transcript of the selected generation, fetched lazily.
 #[derive(Debug, Default)]
 pub(super) struct TranscriptState {
@@ -440,6 +392,8 @@ pub struct Hub {
     pub(super) thread: Wrapped,
     pub(super) tools: Wrapped,
     pub(super) details: Wrapped,
+    /// The selection's details as last built (by `prepare`).
+    pub(super) details_lines: Vec<Line>,
     pub(super) details_version: u64,
     pub(super) agents_in_flight: bool,
     pub(super) agents_stale: bool,
@@ -483,6 +437,7 @@ impl Hub {
             thread: Wrapped::default(),
             tools: Wrapped::default(),
             details: Wrapped::default(),
+            details_lines: Vec::new(),
             details_version: 0,
             agents_in_flight: false,
             agents_stale: false,
@@ -836,7 +791,7 @@ impl Hub {
         };
         self.thread.refresh(thread, partial, columns, epoch, v);
         self.tools.refresh(tools, &[], columns, epoch, v);
-        let lines = self
+        self.details_lines = self
             .selected
             .and_then(|r| self.roster.get(r).map(|e| (r, e)))
             .map(|(r, e)| {
@@ -858,12 +813,54 @@ impl Hub {
         // snapshot is cheap.
         self.details_version += 1;
         self.details.refresh(
-            &lines,
+            &self.details_lines,
             &[],
             columns,
             self.details_version,
             self.details_version,
         );
+    }
+
+    /// The document shown in `pane`: its lines, the tail drawn after them (the streamed
+    /// message) and where their rows are.
+    fn document(&self, pane: Pane) -> (&[Line], &[Line], &Wrapped) {
+        let loaded = self.transcript_loaded();
+        let docs = &self.transcript.docs;
+        match pane {
+            Pane::Details => (&self.details_lines, &[], &self.details),
+            Pane::Thread if loaded => {
+                let tail = match &self.transcript.partial {
+                    Some((_, rows)) => &rows[..],
+                    None => &[][..],
+                };
+                (&docs.thread, tail, &self.thread)
+            }
+            Pane::Tools if loaded => (&docs.tools, &[], &self.tools),
+            Pane::Thread | Pane::Tools => (&[], &[], &self.thread),
+        }
+    }
+
+    /// How many rows `pane` has at the pane's width.
+    pub(super) fn pane_len(&self, pane: Pane) -> usize {
+        match pane {
+            Pane::Details => self.details.len(),
+            Pane::Thread => self.thread.len(),
+            Pane::Tools => self.tools.len(),
+        }
+    }
+
+    /// The rows of `pane` from `offset`, at most `count`: only these are wrapped.
+    pub(super) fn pane_rows(
+        &self,
+        pane: Pane,
+        offset: usize,
+        count: usize,
+    ) -> Vec<(RowKind, String)> {
+        let (lines, tail, wrapped) = self.document(pane);
+        if wrapped.is_empty() {
+            return Vec::new();
+        }
+        wrapped.window(lines, tail, offset, count)
     }
 
     pub(super) fn keep_selection_visible(&mut self) {

@@ -291,6 +291,7 @@ fn roster_rows(hub: &Hub, area: Rect, buf: &mut Buffer) {
         return;
     }
     let roster = hub.roster();
+    let handle_w = handle_width(hub);
     for (i, r) in hub.visible_rows().iter().enumerate() {
         let Some(e) = roster.get(*r) else { continue };
         let Ok(dy) = u16::try_from(i) else { break };
@@ -305,9 +306,8 @@ fn roster_rows(hub: &Hub, area: Rect, buf: &mut Buffer) {
             buf,
             4,
         );
-        if history || roster.current_generation(r.id).is_some_and(|g| g > 1) {
-            row.write(buf, &format!("g{} ", r.generation), theme::dim());
-        }
+        // The handle says the generation after a first one (`0b6a1f3e@2`).
+        row.write(buf, &format!("{:<handle_w$} ", r.handle()), theme::dim());
         row.write(
             buf,
             &format!("{:<10}", s.status.as_str()),
@@ -456,11 +456,7 @@ fn tabs(hub: &Hub, area: Rect, buf: &mut Buffer) {
         x += put(buf, x, area.y, end.saturating_sub(x), &label, style);
         x += put(buf, x, area.y, end.saturating_sub(x), " ", Style::default());
     }
-    let rows = match hub.pane() {
-        Pane::Thread => hub.thread.rows.len(),
-        Pane::Details => hub.details.rows.len(),
-        Pane::Tools => hub.tools.rows.len(),
-    };
+    let rows = hub.pane_len(hub.pane());
     let offset = hub.offset(hub.pane());
     let position = format!("{}/{rows}", (offset + usize::from(area.height)).min(rows));
     let (state, style) = match hub.pane() {
@@ -484,25 +480,19 @@ fn pane(hub: &Hub, area: Rect, buf: &mut Buffer) {
         placeholder(buf, "select a generation with ↑↓");
         return;
     };
-    let rows = match hub.pane() {
-        Pane::Details => &hub.details.rows,
-        Pane::Thread | Pane::Tools => {
-            if let Some(e) = hub.transcript_error() {
-                placeholder(buf, &format!("transcript unavailable: {e}"));
-                return;
-            }
-            if !hub.transcript_loaded() {
-                placeholder(buf, &format!("reading the transcript of {selected}…"));
-                return;
-            }
-            if hub.pane() == Pane::Thread {
-                &hub.thread.rows
-            } else {
-                &hub.tools.rows
-            }
+    if matches!(hub.pane(), Pane::Thread | Pane::Tools) {
+        if let Some(e) = hub.transcript_error() {
+            placeholder(buf, &format!("transcript unavailable: {e}"));
+            return;
         }
-    };
-    if rows.is_empty() {
+        if !hub.transcript_loaded() {
+            placeholder(buf, &format!("reading the transcript of {selected}…"));
+            return;
+        }
+    }
+    let h = usize::from(area.height);
+    let offset = hub.offset(hub.pane());
+    if hub.pane_len(hub.pane()) == 0 {
         let text = match hub.pane() {
             Pane::Tools => "no tool calls in this generation",
             _ => "no messages recorded for this generation (none before its session starts)",
@@ -510,9 +500,8 @@ fn pane(hub: &Hub, area: Rect, buf: &mut Buffer) {
         placeholder(buf, text);
         return;
     }
-    let offset = hub.offset(hub.pane());
-    let h = usize::from(area.height);
-    for (i, (kind, text)) in rows.iter().skip(offset).take(h).enumerate() {
+    let rows = hub.pane_rows(hub.pane(), offset, h);
+    for (i, (kind, text)) in rows.iter().enumerate() {
         let Ok(dy) = u16::try_from(i) else { break };
         put(
             buf,
