@@ -133,8 +133,11 @@ fn escape_visibly(raw: &str, keep_newlines: bool) -> String {
 enum Escape {
     /// CSI: parameters and intermediates, then one final byte 0x40..=0x7E.
     Csi,
-    /// OSC, DCS, SOS, PM, APC: a string terminated by BEL or ST (ESC \ or 0x9C).
-    String,
+    /// OSC, DCS, SOS, PM, APC: a string terminated by ST (ESC \, or U+009C when a C1
+    /// character introduced it: after `ESC ]` a UTF-8 terminal reads U+009C as text of the
+    /// string, as the `strip-ansi-escapes` oracle does, so the string goes on), and an OSC
+    /// also by BEL (a BEL inside DCS, SOS, PM or APC is part of the string).
+    String { c1: bool, osc: bool },
 }
 
 /// Printable ASCII only: nothing to clean, one column per byte, one grapheme per byte.
@@ -173,41 +176,42 @@ fn clean_slow(raw: &str, keep_newlines: bool) -> String {
         chars.next()
     } {
         let escape = match c {
-            '\u{1b}' => match chars.peek().copied() {
-                // Terminals ignore (or execute) anything but printable ASCII inside an
-                // escape and stay in it (`ESC é a`, `ESC DEL a` drop all three).
-                Some(next) if next != '\u{1b}' && !('\u{20}'..='\u{7e}').contains(&next) => {
-                    while chars
-                        .next_if(|&n| n != '\u{1b}' && !('\u{20}'..='\u{7e}').contains(&n))
-                        .is_some()
-                    {}
-                    escape_again = true;
-                    continue;
-                }
-                Some('[') => {
-                    chars.next();
-                    Some(Escape::Csi)
-                }
-                Some(']' | 'P' | 'X' | '^' | '_') => {
-                    chars.next();
-                    Some(Escape::String)
-                }
-                Some(next) if ('\u{20}'..='\u{7e}').contains(&next) => {
-                    // Two-character escapes (ESC 7, ESC c, ESC ( B …): drop intermediates
-                    // and the final byte.
-                    while chars
-                        .peek()
-                        .is_some_and(|n| ('\u{20}'..='\u{2f}').contains(n))
-                    {
+            '\u{1b}' => {
+                // Terminals ignore (or execute) anything but printable ASCII inside an escape
+                // and stay in it (`ESC é a`, `ESC ( é a`, `ESC DEL a` drop it all); an ESC
+                // there ends it and starts the next one.
+                let ignored = |n: &char| *n != '\u{1b}' && !('\u{20}'..='\u{7e}').contains(n);
+                while chars.next_if(ignored).is_some() {}
+                match chars.peek().copied() {
+                    Some('[') => {
                         chars.next();
+                        Some(Escape::Csi)
                     }
-                    chars.next();
-                    continue;
+                    Some(kind @ (']' | 'P' | 'X' | '^' | '_')) => {
+                        chars.next();
+                        Some(Escape::String {
+                            c1: false,
+                            osc: kind == ']',
+                        })
+                    }
+                    Some(next) if ('\u{20}'..='\u{7e}').contains(&next) => {
+                        // Two-character escapes (ESC 7, ESC c, ESC ( B …): drop the
+                        // intermediates, anything ignored among them, and the final byte.
+                        while chars
+                            .next_if(|n| ('\u{20}'..='\u{2f}').contains(n) || ignored(n))
+                            .is_some()
+                        {}
+                        chars.next_if(|&n| n != '\u{1b}');
+                        continue;
+                    }
+                    _ => continue,
                 }
-                _ => continue,
-            },
+            }
             '\u{9b}' => Some(Escape::Csi),
-            '\u{9d}' | '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}' => Some(Escape::String),
+            '\u{9d}' | '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}' => Some(Escape::String {
+                c1: true,
+                osc: c == '\u{9d}',
+            }),
             _ => None,
         };
         match escape {
@@ -220,9 +224,9 @@ fn clean_slow(raw: &str, keep_newlines: bool) -> String {
                 }
                 continue;
             }
-            Some(Escape::String) => {
+            Some(Escape::String { c1, osc }) => {
                 while let Some(n) = chars.next() {
-                    if n == '\u{7}' || n == '\u{9c}' {
+                    if (osc && n == '\u{7}') || (c1 && n == '\u{9c}') {
                         break;
                     }
                     if n == '\u{1b}' {

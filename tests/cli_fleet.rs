@@ -250,7 +250,10 @@ fn fleet_commands_against_a_live_coordinator() {
     let fitted = f.slate(&["status", "--parent", &parent, "--width", "60"]);
     let fitted = String::from_utf8(fitted.stdout).unwrap();
     assert!(fitted.contains("read-only history"), "{fitted}");
-    assert!(fitted.lines().skip(2).all(|l| slate::text::width(l) <= 60), "{fitted}");
+    assert!(
+        fitted.lines().skip(2).all(|l| slate::text::width(l) <= 60),
+        "{fitted}"
+    );
 }
 
 /// Every refusal class the root can meet from the command line: exit 1, nothing on stdout,
