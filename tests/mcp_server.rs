@@ -687,7 +687,10 @@ fn non_object_arguments_are_invalid_params_and_a_line_that_is_not_json_is_a_pars
     assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
 
     // Not JSON: -32700 with id null, and the next line is served.
-    for line in ["this is not JSON", "{\"jsonrpc\": \"2.0\", \"id\": 99, \"method\": "] {
+    for line in [
+        "this is not JSON",
+        "{\"jsonrpc\": \"2.0\", \"id\": 99, \"method\": ",
+    ] {
         mcp.send_line(line);
         let parse = mcp.until("parse error", |m| m["error"]["code"] == -32700);
         assert!(parse["id"].is_null(), "{parse}");
@@ -829,7 +832,8 @@ fn a_host_that_never_reads_stdout_ends_the_session_with_bounded_memory() {
         "{said:?}"
     );
     assert!(
-        said.last().is_some_and(|l| l.starts_with("slate mcp: stopped")),
+        said.last()
+            .is_some_and(|l| l.starts_with("slate mcp: stopped")),
         "{said:?}"
     );
 }

@@ -985,8 +985,16 @@ fn the_protocol_schema_states_bounds_as_minimum_and_maximum() {
     }
     let schema = protocol_schema();
     let timeout = &schema["$defs"]["WaitParams"]["properties"]["timeoutMs"];
-    assert_eq!(timeout["minimum"], slate::core::bounds::WAIT_MIN_MS, "{timeout}");
-    assert_eq!(timeout["maximum"], slate::core::bounds::WAIT_MAX_MS, "{timeout}");
+    assert_eq!(
+        timeout["minimum"],
+        slate::core::bounds::WAIT_MIN_MS,
+        "{timeout}"
+    );
+    assert_eq!(
+        timeout["maximum"],
+        slate::core::bounds::WAIT_MAX_MS,
+        "{timeout}"
+    );
     assert_eq!(timeout["type"], "integer", "{timeout}");
     let mut found = Vec::new();
     walk(&schema, "", &mut found);

@@ -48,9 +48,8 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
-    CustomResult, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ServerCapabilities, ServerConfig, Tool,
+    CustomResult, Implementation, JsonObject, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, Peer, ServerHandler, ServiceExt as _};
@@ -271,7 +270,6 @@ async fn serve(
         writer,
     }
 }
-
 
 /// The own coordinator, as `slate serve` starts one: its socket bound, its runtime running,
 /// its service answering.

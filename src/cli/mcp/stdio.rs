@@ -135,7 +135,9 @@ impl Output {
     }
 
     fn in_flight(&self) -> std::sync::MutexGuard<'_, InFlight> {
-        self.in_flight.lock().unwrap_or_else(PoisonError::into_inner)
+        self.in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Counts request `id` in if there is room; otherwise `waker` is woken when there is.
@@ -545,9 +547,64 @@ mod tests {
         let output = Output::new(10);
         assert!(output.push(vec![b'x'; 64]), "alone, a long line fits");
         assert!(!output.overflowed().is_cancelled());
-        assert!(!output.push(b"y\n".to_vec()), "behind it, nothing more does");
+        assert!(
+            !output.push(b"y\n".to_vec()),
+            "behind it, nothing more does"
+        );
         assert!(output.overflowed().is_cancelled());
         assert_eq!(output.queue().unwritten, 64);
+    }
+
+    /// One read of `requests`: `Some(line)` handed on, `None` when it waits for room.
+    fn read_one(requests: &mut Requests<&[u8]>) -> Option<String> {
+        let mut buf = vec![0_u8; 1024];
+        let mut read = ReadBuf::new(&mut buf);
+        let mut cx = Context::from_waker(Waker::noop());
+        match Pin::new(requests).poll_read(&mut cx, &mut read) {
+            Poll::Ready(Ok(())) => Some(String::from_utf8_lossy(read.filled()).into_owned()),
+            Poll::Ready(Err(e)) => panic!("{e}"),
+            Poll::Pending => None,
+        }
+    }
+
+    #[test]
+    fn past_the_in_flight_bound_no_request_is_handed_on_until_one_is_settled() {
+        let mut input = String::new();
+        for id in 0..=MAX_IN_FLIGHT {
+            input += &format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n");
+        }
+        input += "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":3}}\n";
+        input += "{\"jsonrpc\":\"2.0\",\"id\":\"last\",\"method\":\"ping\"}\n";
+        let output = Output::new(MAX_UNREAD_OUTPUT);
+        let mut requests = Requests::new(input.as_bytes(), Arc::clone(&output));
+        for id in 0..MAX_IN_FLIGHT {
+            let line = read_one(&mut requests).unwrap_or_default();
+            assert!(line.contains(&format!("\"id\":{id},")), "{line}");
+        }
+        assert_eq!(read_one(&mut requests), None, "no room");
+        // An answer makes room for one.
+        let mut answers = Answers::new(Arc::clone(&output));
+        answers
+            .take(b"{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{}}\n")
+            .unwrap_or_default();
+        let line = read_one(&mut requests).unwrap_or_default();
+        assert!(line.contains(&format!("\"id\":{MAX_IN_FLIGHT},")), "{line}");
+        assert_eq!(read_one(&mut requests), None, "full again");
+        // A notification waits its turn only; a progress notification of ours settles nothing.
+        answers
+            .take(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":1}}\n")
+            .unwrap_or_default();
+        assert_eq!(read_one(&mut requests), None);
+        answers
+            .take(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32602,\"message\":\"x\"}}\n")
+            .unwrap_or_default();
+        let line = read_one(&mut requests).unwrap_or_default();
+        assert!(line.contains("notifications/cancelled"), "{line}");
+        // The cancelled request gets no answer: its room is free at once.
+        let line = read_one(&mut requests).unwrap_or_default();
+        assert!(line.contains("\"last\""), "{line}");
+        assert_eq!(read_one(&mut requests).as_deref(), Some(""), "end of file");
+        assert_eq!(output.in_flight().ids.len(), MAX_IN_FLIGHT - 1);
     }
 
     #[test]
