@@ -571,7 +571,8 @@ mod tests {
     fn past_the_in_flight_bound_no_request_is_handed_on_until_one_is_settled() {
         let mut input = String::new();
         for id in 0..=MAX_IN_FLIGHT {
-            input += &format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n");
+            input.push_str(&json!({"jsonrpc": "2.0", "id": id, "method": "ping"}).to_string());
+            input.push('\n');
         }
         input += "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":3}}\n";
         input += "{\"jsonrpc\":\"2.0\",\"id\":\"last\",\"method\":\"ping\"}\n";
@@ -622,7 +623,7 @@ mod tests {
             &br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x","arguments":[]}}"#[..],
             br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x"}}"#,
             br#"{"jsonrpc":"2.0","method":"tools/call","params":{"arguments":null}}"#,
-            br#"[1, 2]"#,
+            br"[1, 2]",
             b"\r\n",
         ] {
             assert!(early_answer(line).is_none(), "{}", String::from_utf8_lossy(line));
