@@ -590,7 +590,7 @@ mod tests {
             .unwrap_or_default();
         let line = read_one(&mut requests).unwrap_or_default();
         assert!(line.contains(&format!("\"id\":{MAX_IN_FLIGHT},")), "{line}");
-        // A notification is never held back; the host's cancellation frees its request's room
+        // A notification takes no room; the host's cancellation frees its request's room
         // (rmcp sends no answer for it).
         let line = read_one(&mut requests).unwrap_or_default();
         assert!(line.contains("notifications/cancelled"), "{line}");
