@@ -857,7 +857,7 @@ export type WaitOutcome = {
 export type WaitParams = {
 	messageId?: ((MessageRef) | (null));
 	target?: ((Target) | (null));
-	/** How long to wait, in milliseconds (the bounds are the core's to refuse, in its words). */
+	/** How long to wait, in milliseconds. */
 	timeoutMs: number;
 };
 

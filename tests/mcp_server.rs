@@ -104,8 +104,13 @@ impl Mcp {
     }
 
     fn send(&mut self, message: &Value) {
+        self.send_line(&message.to_string());
+    }
+
+    /// One line as written, JSON or not.
+    fn send_line(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().unwrap();
-        writeln!(stdin, "{message}").unwrap();
+        writeln!(stdin, "{line}").unwrap();
         stdin.flush().unwrap();
     }
 
@@ -639,5 +644,196 @@ fn without_a_coordinator_it_initializes_lists_the_tools_and_refuses_calls_with_t
         status.code(),
         Some(2),
         "the configuration problem stays: exit 2"
+    );
+}
+
+/// JSON-RPC's error codes where MCP clients expect them (issue 22 item 10): a `tools/call`
+/// whose `arguments` is not an object is -32602 (invalid params) naming `arguments` (rmcp
+/// answered -32601, method not found); a line that is not JSON is -32700 with id null (rmcp
+/// dropped it unanswered), and the session goes on serving.
+#[test]
+fn non_object_arguments_are_invalid_params_and_a_line_that_is_not_json_is_a_parse_error() {
+    let mut mcp = Mcp::start("codes");
+    mcp.initialize();
+    for (arguments, kind) in [
+        (json!(["assignment"]), "an array"),
+        (json!("Quick: say something"), "a string"),
+        (json!(42), "a number"),
+        (json!(true), "a boolean"),
+        (Value::Null, "null"),
+    ] {
+        let answer = mcp.tool("delegate_task", arguments.clone());
+        assert_eq!(answer["error"]["code"], -32602, "{arguments}: {answer}");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert_eq!(
+            message,
+            format!(
+                "tools/call: params.arguments must be an object (the tool's input), not {kind}"
+            ),
+            "{answer}"
+        );
+    }
+    // Other params rmcp cannot decode name their field too.
+    let nameless = mcp.call("tools/call", json!({"arguments": {}}));
+    assert_eq!(nameless["error"]["code"], -32602, "{nameless}");
+    assert!(
+        nameless["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("missing field `name`"),
+        "{nameless}"
+    );
+    let unknown = mcp.call("tools/explode", json!({}));
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+
+    // Not JSON: -32700 with id null, and the next line is served.
+    for line in [
+        "this is not JSON",
+        "{\"jsonrpc\": \"2.0\", \"id\": 99, \"method\": ",
+    ] {
+        mcp.send_line(line);
+        let parse = mcp.until("parse error", |m| m["error"]["code"] == -32700);
+        assert!(parse["id"].is_null(), "{parse}");
+        assert!(
+            parse["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("Parse error: the line is not JSON: "),
+            "{parse}"
+        );
+    }
+    let list = mcp.call("tools/list", json!({}));
+    assert_eq!(list["result"]["tools"].as_array().map(Vec::len), Some(3));
+    let done = mcp.tool(
+        "delegate_task",
+        json!({"assignment": "Quick: still here", "profile": "scout"}),
+    );
+    assert_eq!(done["result"]["isError"], false, "{done}");
+    assert!(
+        mcp.seen.iter().all(|m| m["id"] != 99),
+        "the cut line was answered as a request: {:?}",
+        mcp.seen
+    );
+}
+
+/// The tool schemas a host compiles are portable (issue 22 item 11): only JSON Schema's own
+/// keywords (no `x-…` extension, no `format`: Ajv's strict mode refuses an unknown keyword or
+/// format), so every bound is in the description.
+#[test]
+fn tool_schemas_use_only_standard_keywords() {
+    fn keys(value: &Value, at: &str, out: &mut Vec<String>) {
+        if let Value::Object(map) = value {
+            for (key, inner) in map {
+                if at.ends_with("/properties") {
+                    // A property's name, not a keyword.
+                    keys(inner, &format!("{at}/{key}"), out);
+                    continue;
+                }
+                out.push(key.clone());
+                keys(inner, &format!("{at}/{key}"), out);
+            }
+        }
+    }
+    let mut mcp = Mcp::start("keywords");
+    mcp.initialize();
+    let list = mcp.call("tools/list", json!({}));
+    let mut used = Vec::new();
+    for tool in list["result"]["tools"].as_array().unwrap() {
+        keys(&tool["inputSchema"], "", &mut used);
+    }
+    used.sort();
+    used.dedup();
+    assert_eq!(used, ["description", "properties", "required", "type"]);
+}
+
+/// A host that never reads stdout (issue 22 item 12): past 4 MiB of unread output the
+/// session ends, as the control socket cuts a peer that does not read, with the reason on
+/// stderr and exit 1; the process's memory stays bounded meanwhile. Before, each unread answer
+/// was held by its own task: 16,000 `tools/list` calls grew the process by hundreds of MB.
+#[test]
+fn a_host_that_never_reads_stdout_ends_the_session_with_bounded_memory() {
+    const REQUESTS: u64 = 16_000;
+    /// Far above what the session needs (the coordinator, its runtime and 4 MiB of output)
+    /// and far below what the unbounded queue reached.
+    const MEMORY_BOUND_KB: u64 = 160 * 1024;
+    let root = std::env::temp_dir().join(format!("slate-mcp-unread-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    for dir in ["work", "agent", "run", "home"] {
+        std::fs::create_dir_all(root.join(dir)).unwrap();
+    }
+    let root = std::fs::canonicalize(root).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_slate"));
+    cmd.args(["mcp", "--backend", "sim", "--model", "fake/model"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    env(&mut cmd, &root);
+    let mut child = cmd.spawn().unwrap();
+    let pid = child.id();
+    // Held open and never read.
+    let _stdout = child.stdout.take().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (err_tx, err_rx) = channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            let _ = err_tx.send(line);
+        }
+    });
+    let mut stdin = child.stdin.take().unwrap();
+    // The writes block once the server stops reading, and fail once it has exited.
+    std::thread::spawn(move || {
+        let mut lines = vec![
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "deaf", "version": "1"}}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        ];
+        lines.extend(
+            (1..=REQUESTS).map(|id| json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"})),
+        );
+        for line in lines {
+            if writeln!(stdin, "{line}").is_err() {
+                return;
+            }
+        }
+        // Held open: the session must end by itself, not by end of file.
+        loop {
+            std::thread::park();
+        }
+    });
+    let rss_kb = || -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    };
+    let mut peak = 0;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if let Some(rss) = rss_kb() {
+            peak = peak.max(rss);
+            if rss > MEMORY_BOUND_KB {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("slate mcp grew to {rss} kB with an unread stdout");
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Everything it said, up to the end of its stderr.
+    let said: Vec<String> = err_rx.iter().collect();
+    let _ = std::fs::remove_dir_all(&root);
+    eprintln!("peak VmRSS {peak} kB");
+    assert_eq!(status.code(), Some(1), "{said:?}");
+    assert!(
+        said.iter().any(|l| l.starts_with(
+            "slate mcp: the MCP host left more than 4194304 bytes of output unread (it does not read stdout); stopping every worker and draining"
+        )),
+        "{said:?}"
+    );
+    assert!(
+        said.last()
+            .is_some_and(|l| l.starts_with("slate mcp: stopped")),
+        "{said:?}"
     );
 }

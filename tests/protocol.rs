@@ -728,7 +728,8 @@ fn request() -> impl Strategy<Value = Request> {
         })),
         Just(Request::Inbox(NoParams {})),
         (
-            any::<u64>(),
+            // The schema's bounds; the core refuses the rest (`messaging.rs`).
+            slate::core::bounds::WAIT_MIN_MS..=slate::core::bounds::WAIT_MAX_MS,
             maybe_target(),
             proptest::option::of(any::<u128>())
         )
@@ -951,4 +952,70 @@ fn the_protocol_schema_uses_only_standard_formats() {
         wait.contains("\"minimum\":0"),
         "unsigned integers keep their minimum"
     );
+}
+
+/// Bounds are JSON Schema's own `minimum`/`maximum` (issue 22 item 11): `wait`'s `timeoutMs`
+/// says 1..=60000, exactly what the core enforces, and no `x-minimum`/`x-maximum` (which a
+/// validator ignores) is left anywhere. The vendor keywords that stay have no standard
+/// counterpart (`x-maxBytes` counts UTF-8 bytes, `maxLength` characters) or annotate the
+/// document itself; the list is exact, so a new one is a decision.
+#[test]
+fn the_protocol_schema_states_bounds_as_minimum_and_maximum() {
+    fn walk(value: &serde_json::Value, at: &str, found: &mut Vec<String>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                for (key, inner) in map {
+                    if key.starts_with("x-") {
+                        found.push(if at.is_empty() {
+                            key.clone()
+                        } else {
+                            format!("(property) {key}")
+                        });
+                    }
+                    walk(inner, &format!("{at}/{key}"), found);
+                }
+            }
+            serde_json::Value::Array(items) => {
+                for item in items {
+                    walk(item, &format!("{at}/[]"), found);
+                }
+            }
+            _ => {}
+        }
+    }
+    let schema = protocol_schema();
+    let timeout = &schema["$defs"]["WaitParams"]["properties"]["timeoutMs"];
+    assert_eq!(
+        timeout["minimum"],
+        slate::core::bounds::WAIT_MIN_MS,
+        "{timeout}"
+    );
+    assert_eq!(
+        timeout["maximum"],
+        slate::core::bounds::WAIT_MAX_MS,
+        "{timeout}"
+    );
+    assert_eq!(timeout["type"], "integer", "{timeout}");
+    let mut found = Vec::new();
+    walk(&schema, "", &mut found);
+    found.sort();
+    found.dedup();
+    assert_eq!(
+        found,
+        [
+            "(property) x-maxBytes",
+            "x-error",
+            "x-methods",
+            "x-notification",
+            "x-protocol"
+        ],
+        "vendor keywords in the protocol schema"
+    );
+    // The schema and the core agree at the edges.
+    with_schema(|s| {
+        assert!(s.params("wait", &json!({"timeoutMs": 1})).is_ok());
+        assert!(s.params("wait", &json!({"timeoutMs": 60_000})).is_ok());
+        assert!(s.params("wait", &json!({"timeoutMs": 0})).is_err());
+        assert!(s.params("wait", &json!({"timeoutMs": 60_001})).is_err());
+    });
 }

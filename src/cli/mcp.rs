@@ -22,9 +22,10 @@
 //! * While a call waits and the host gave a `progressToken`, `notifications/progress` every
 //!   `--progress-ms`: each one restarts the host's request timeout (pi's default 60 s).
 //! * Tool text is the layer's `text`, cleaned of terminal controls ([`SafeText`]);
-//!   structured content is its `details`. Every byte this
-//!   server writes goes through [`SafeJsonWriter`], so no JSON string carries a raw C1 or bidi
-//!   control (C0 controls are escaped by JSON itself).
+//!   structured content is its `details`. Every byte this server writes goes through one
+//!   writer ([`stdio`]) that escapes C1 and bidi controls (C0 controls are escaped by JSON
+//!   itself), bounds the output a host leaves unread, and answers the lines rmcp cannot
+//!   (not JSON: -32700; a `tools/call` whose `arguments` is not an object: -32602).
 //! * The host gate (`--host-version`, `unsupported-host`) does not apply: it guards the pi that
 //!   runs Slate's extension as a main session, and an MCP host is no such pi (the workers' pi
 //!   is still gated before any launch, as everywhere). Nor can the parent mutation reservation
@@ -39,21 +40,20 @@
 //! crates, chrono and tracing the largest. Hand-writing JSON-RPC would mean owning version
 //! negotiation and the cancellation/progress rules of every MCP revision ourselves.
 
+mod stdio;
+
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+    CustomResult, Implementation, JsonObject, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, Peer, ServerHandler, ServiceExt as _};
 use serde_json::{Map, Value, json};
-use tokio::io::AsyncWrite;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
@@ -133,36 +133,19 @@ async fn session(printer: &Printer, args: &McpArgs) -> Result<ExitCode, Error> {
         socket.display()
     ));
     let slate = Slate::new(socket, args.progress_every, None);
-    let ct = CancellationToken::new();
-    // Non-blocking pipes where the host gave pipes (as every host does): a read of stdin
-    // that never ends would otherwise hold up the runtime's exit after a signal.
-    let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
-    let transport = (stdin, SafeJsonWriter::new(stdout));
-    let why = tokio::select! {
-        running = slate.clone().serve_with_ct(transport, ct.clone()) => match running {
-            Ok(running) => {
-                let session_ct = running.cancellation_token();
-                tokio::select! {
-                    _ = running.waiting() => "stdin closed (the MCP host ended the session)",
-                    _ = sigint.recv() => { session_ct.cancel(); "SIGINT received" }
-                    _ = sigterm.recv() => { session_ct.cancel(); "SIGTERM received" }
-                }
-            }
-            Err(_) => "the MCP session ended before it was initialized",
-        },
-        _ = sigint.recv() => { ct.cancel(); "SIGINT received" }
-        _ = sigterm.recv() => { ct.cancel(); "SIGTERM received" }
-    };
+    let session = serve(slate, &mut sigint, &mut sigterm).await;
     // Every call still waiting was cancelled with the session (its token is a child of the
     // session's): its connection closes and its foreground window is cancelled.
     let Some(owned) = owned else {
         printer.err_line(&format!(
-            "slate mcp: {why}; the coordinator {parent_id} goes on"
+            "slate mcp: {}; the coordinator {parent_id} goes on",
+            session.why
         ));
-        return Ok(ExitCode::Ok);
+        return Ok(session.finish(ExitCode::Ok).await);
     };
     printer.err_line(&format!(
-        "slate mcp: {why}; stopping every worker and draining…"
+        "slate mcp: {}; stopping every worker and draining…",
+        session.why
     ));
     let Owned {
         rt,
@@ -183,7 +166,7 @@ async fn session(printer: &Printer, args: &McpArgs) -> Result<ExitCode, Error> {
         "slate mcp: stopped ({} worker(s) started, {} terminated after the grace period)",
         report.workers_started, report.workers_killed
     ));
-    Ok(ExitCode::Ok)
+    Ok(session.finish(ExitCode::Ok).await)
 }
 
 /// Why no coordinator could start, as one text with its problems (each naming its fix).
@@ -206,26 +189,86 @@ async fn serve_unavailable(
     sigterm: &mut tokio::signal::unix::Signal,
     printer: &Printer,
 ) -> Result<ExitCode, Error> {
+    let session = serve(slate, sigint, sigterm).await;
+    printer.err_line(&format!("slate mcp: {}", session.why));
+    // The configuration problem stays: 2 however the session ended.
+    let _ = session.finish(ExitCode::Usage).await;
+    Ok(ExitCode::Usage)
+}
+
+/// How long the last answers may take to reach a host that ended the session.
+const FINAL_FLUSH: Duration = Duration::from_secs(10);
+
+/// An MCP session that ended, and the writer of its last output.
+struct Ended {
+    why: String,
+    /// The host left more output unread than [`stdio::MAX_UNREAD_OUTPUT`].
+    not_reading: bool,
+    output: Arc<stdio::Output>,
+    writer: tokio::task::JoinHandle<()>,
+}
+
+impl Ended {
+    /// Writes what is left (for at most [`FINAL_FLUSH`]; nothing to a host that stopped
+    /// reading), and gives the exit code: `otherwise`, or 1 when the host stopped reading
+    /// (docs/mcp.md).
+    async fn finish(self, otherwise: ExitCode) -> ExitCode {
+        if self.not_reading {
+            return ExitCode::Refused;
+        }
+        self.output.close();
+        let _ = tokio::time::timeout(FINAL_FLUSH, self.writer).await;
+        otherwise
+    }
+}
+
+/// The MCP session on stdio ([`stdio`] says what sits between rmcp and the pipes), until
+/// the host ends it, a signal comes, or the host leaves too much output unread.
+async fn serve(
+    slate: Slate,
+    sigint: &mut tokio::signal::unix::Signal,
+    sigterm: &mut tokio::signal::unix::Signal,
+) -> Ended {
     let ct = CancellationToken::new();
+    let output = stdio::Output::new(stdio::MAX_UNREAD_OUTPUT);
+    // Non-blocking pipes where the host gave pipes (as every host does): a read of stdin
+    // that never ends would otherwise hold up the runtime's exit after a signal.
     let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
-    let transport = (stdin, SafeJsonWriter::new(stdout));
+    let writer = tokio::spawn(stdio::write_out(Arc::clone(&output), stdout));
+    let transport = (
+        stdio::Requests::new(stdin, Arc::clone(&output)),
+        stdio::Answers::new(Arc::clone(&output)),
+    );
+    let overflow = output.overflowed();
+    let not_reading = || {
+        format!(
+            "the MCP host left more than {} bytes of output unread (it does not read stdout)",
+            stdio::MAX_UNREAD_OUTPUT
+        )
+    };
     let why = tokio::select! {
         running = slate.serve_with_ct(transport, ct.clone()) => match running {
             Ok(running) => {
                 let session_ct = running.cancellation_token();
                 tokio::select! {
-                    _ = running.waiting() => "stdin closed (the MCP host ended the session)",
-                    _ = sigint.recv() => { session_ct.cancel(); "SIGINT received" }
-                    _ = sigterm.recv() => { session_ct.cancel(); "SIGTERM received" }
+                    _ = running.waiting() => "stdin closed (the MCP host ended the session)".to_owned(),
+                    () = overflow.cancelled() => { session_ct.cancel(); not_reading() }
+                    _ = sigint.recv() => { session_ct.cancel(); "SIGINT received".to_owned() }
+                    _ = sigterm.recv() => { session_ct.cancel(); "SIGTERM received".to_owned() }
                 }
             }
-            Err(_) => "the MCP session ended before it was initialized",
+            Err(_) => "the MCP session ended before it was initialized".to_owned(),
         },
-        _ = sigint.recv() => { ct.cancel(); "SIGINT received" }
-        _ = sigterm.recv() => { ct.cancel(); "SIGTERM received" }
+        () = overflow.cancelled() => { ct.cancel(); not_reading() }
+        _ = sigint.recv() => { ct.cancel(); "SIGINT received".to_owned() }
+        _ = sigterm.recv() => { ct.cancel(); "SIGTERM received".to_owned() }
     };
-    printer.err_line(&format!("slate mcp: {why}"));
-    Ok(ExitCode::Usage)
+    Ended {
+        why,
+        not_reading: overflow.is_cancelled(),
+        output,
+        writer,
+    }
 }
 
 /// The own coordinator, as `slate serve` starts one: its socket bound, its runtime running,
@@ -570,6 +613,16 @@ impl ServerHandler for Slate {
         ))
     }
 
+    /// rmcp's catch-all: a method it does not know, or a known one whose params it could
+    /// not decode.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        Err(invalid_params(&request))
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
@@ -597,152 +650,60 @@ impl ServerHandler for Slate {
     }
 }
 
+/// A request for a method this server answers whose params rmcp could not decode: the host's
+/// -32602 naming the field (rmcp would answer -32601, method not found). Anything else is
+/// not a method here.
+#[allow(deprecated, reason = "logging/setLevel: see log_notice")]
+fn invalid_params(request: &CustomRequest) -> McpError {
+    fn decode<T: serde::de::DeserializeOwned>(method: &str, params: &Value) -> String {
+        match serde_path_to_error::deserialize::<_, T>(params.clone()) {
+            Ok(_) => format!("{method}: the params do not fit"),
+            Err(e) if e.path().iter().next().is_none() => {
+                format!("{method}: params: {}", e.into_inner())
+            }
+            Err(e) => {
+                let path = e.path().to_string();
+                format!("{method}: params.{path}: {}", e.into_inner())
+            }
+        }
+    }
+    let params = request.params.clone().unwrap_or(Value::Null);
+    let message = match request.method.as_str() {
+        "tools/call" => match params.get("arguments") {
+            Some(Value::Object(_)) | None => decode::<CallToolRequestParams>("tools/call", &params),
+            Some(other) => stdio::arguments_not_an_object(json_kind(other)),
+        },
+        "tools/list" => decode::<PaginatedRequestParams>("tools/list", &params),
+        "logging/setLevel" => {
+            decode::<rmcp::model::SetLevelRequestParams>("logging/setLevel", &params)
+        }
+        // rmcp's own answer (its default handler's).
+        method => {
+            return McpError::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                SafeText::line(method).into_string(),
+                None,
+            );
+        }
+    };
+    McpError::invalid_params(SafeText::line(&message).into_string(), None)
+}
+
+/// `an array`, `a string`, … for an error message.
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 fn object(value: Value) -> Arc<JsonObject> {
     match value {
         Value::Object(map) => Arc::new(map),
         _ => Arc::new(Map::new()),
-    }
-}
-
-// ---- the transport's writer -------------------------------------------------------------
-
-/// An `AsyncWrite` in front of stdout that writes every DEL, C1 and bidi control
-/// ([`crate::json::needs_escape`] above U+007E) as `\uXXXX`. The stream is JSON-RPC, whose
-/// structure is ASCII, so such a character only ever stands inside a JSON string, where the
-/// escape decodes to the same text (C0 controls, the newline that ends each message among
-/// them, are left to JSON, which escapes them inside strings itself).
-struct SafeJsonWriter<W> {
-    inner: W,
-    /// Escaped bytes not yet written to `inner`.
-    pending: Vec<u8>,
-    /// The start of a UTF-8 sequence split across writes.
-    partial: Vec<u8>,
-}
-
-impl<W> SafeJsonWriter<W> {
-    fn new(inner: W) -> Self {
-        Self {
-            inner,
-            pending: Vec::new(),
-            partial: Vec::new(),
-        }
-    }
-
-    /// Append `bytes` to `pending`, escaped.
-    fn escape(&mut self, bytes: &[u8]) {
-        self.partial.extend_from_slice(bytes);
-        let data = std::mem::take(&mut self.partial);
-        let mut rest: &[u8] = &data;
-        loop {
-            match std::str::from_utf8(rest) {
-                Ok(text) => {
-                    push_escaped(&mut self.pending, text);
-                    break;
-                }
-                Err(e) => {
-                    let (valid, after) = rest.split_at(e.valid_up_to());
-                    push_escaped(
-                        &mut self.pending,
-                        std::str::from_utf8(valid).unwrap_or_default(),
-                    );
-                    // Invalid bytes (serde_json never writes them) are passed through; an
-                    // incomplete sequence at the end is kept for the next write.
-                    let Some(n) = e.error_len() else {
-                        self.partial = after.to_vec();
-                        break;
-                    };
-                    self.pending.extend_from_slice(&after[..n]);
-                    rest = &after[n..];
-                }
-            }
-        }
-    }
-}
-
-fn push_escaped(out: &mut Vec<u8>, text: &str) {
-    for c in text.chars() {
-        if c > '\u{7e}' && crate::json::needs_escape(c) {
-            // Writing to a Vec cannot fail.
-            let _ = crate::json::write_u_escape(out, c);
-        } else {
-            let mut buf = [0_u8; 4];
-            out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
-        }
-    }
-}
-
-impl<W: AsyncWrite + Unpin> SafeJsonWriter<W> {
-    /// Write out `pending`; `Ready(Ok)` once it is empty.
-    fn poll_pending(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        while !self.pending.is_empty() {
-            match Pin::new(&mut self.inner).poll_write(cx, &self.pending) {
-                Poll::Ready(Ok(0)) => {
-                    return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into()));
-                }
-                Poll::Ready(Ok(n)) => {
-                    self.pending.drain(..n);
-                }
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Pending => return Poll::Pending,
-            }
-        }
-        Poll::Ready(Ok(()))
-    }
-}
-
-impl<W: AsyncWrite + Unpin> AsyncWrite for SafeJsonWriter<W> {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        let this = self.get_mut();
-        // Earlier bytes first; then all of `buf` is taken (escaped into `pending`).
-        match this.poll_pending(cx) {
-            Poll::Ready(Ok(())) => {}
-            Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-            Poll::Pending => return Poll::Pending,
-        }
-        this.escape(buf);
-        // Start writing now; what is left goes out with the next write or flush.
-        match this.poll_pending(cx) {
-            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
-            _ => Poll::Ready(Ok(buf.len())),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        let this = self.get_mut();
-        match this.poll_pending(cx) {
-            Poll::Ready(Ok(())) => Pin::new(&mut this.inner).poll_flush(cx),
-            other => other,
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        let this = self.get_mut();
-        match this.poll_pending(cx) {
-            Poll::Ready(Ok(())) => Pin::new(&mut this.inner).poll_shutdown(cx),
-            other => other,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::SafeJsonWriter;
-
-    #[test]
-    fn c1_and_bidi_controls_are_escaped_even_split_across_writes() {
-        let message =
-            serde_json::json!({"text": "a\u{9b}31mb\u{202e}c\u{7f}d é\n"}).to_string() + "\n";
-        let mut writer = SafeJsonWriter::new(Vec::<u8>::new());
-        for chunk in message.as_bytes().chunks(1) {
-            writer.escape(chunk);
-        }
-        let out = String::from_utf8(writer.pending).unwrap_or_default();
-        assert_eq!(out, "{\"text\":\"a\\u009b31mb\\u202ec\\u007fd é\\n\"}\n");
-        let back: serde_json::Value = serde_json::from_str(out.trim_end()).unwrap_or_default();
-        assert_eq!(back["text"], "a\u{9b}31mb\u{202e}c\u{7f}d é\n");
     }
 }

@@ -450,10 +450,12 @@ pub struct MessageParams {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WaitParams {
-    /// How long to wait, in milliseconds (the bounds are the core's to refuse, in its words).
-    #[schemars(extend(
-        "x-minimum" = crate::core::bounds::WAIT_MIN_MS,
-        "x-maximum" = crate::core::bounds::WAIT_MAX_MS
+    /// How long to wait, in milliseconds.
+    // The schema states the bounds; the type takes any `u64`, so a value outside them is
+    // refused by the core, in its own words, not by serde.
+    #[schemars(range(
+        min = crate::core::bounds::WAIT_MIN_MS,
+        max = crate::core::bounds::WAIT_MAX_MS
     ))]
     pub timeout_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -501,11 +501,7 @@ fn type_note(prop: &Value) -> String {
     } else if !kind.is_empty() {
         notes.push(kind);
     }
-    let num = |k: &str| {
-        prop.get(format!("x-{k}"))
-            .or_else(|| prop.get(k))
-            .and_then(Value::as_u64)
-    };
+    let num = |k: &str| prop.get(k).and_then(Value::as_u64);
     match (num("minimum"), num("maximum")) {
         (Some(lo), Some(hi)) => notes.push(format!("{lo} to {hi}")),
         (Some(lo), None) if lo > 0 => notes.push(format!("at least {lo}")),
