@@ -133,6 +133,31 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// `status --width` fits the live table: no line wider, handles instead of identities (`id`
+/// is one of the fleet's), every row there; under 56 columns or with `--json` it is a usage
+/// error.
+fn assert_status_fits_widths(f: &Fixture, id: &str) {
+    for width in [56usize, 80, 160] {
+        let fitted = f.slate(&["status", "--width", &width.to_string()]);
+        assert_eq!(fitted.status.code(), Some(0), "{}", stderr(&fitted));
+        let text = String::from_utf8(fitted.stdout).unwrap();
+        for line in text.lines() {
+            assert!(
+                slate::text::width(line) <= width,
+                "{width}: {line:?} is {} columns",
+                slate::text::width(line)
+            );
+        }
+        assert!(text.contains(&id[..8]) && !text.contains(id), "{text}");
+        let rows = text.lines().filter(|l| l.contains(" scout ")).count();
+        assert!(rows >= 2, "{width}: {text}");
+    }
+    let narrow = f.slate(&["status", "--width", "55"]);
+    assert_eq!(narrow.status.code(), Some(2), "{}", stderr(&narrow));
+    let with_json = f.slate(&["--json", "status", "--width", "80"]);
+    assert_eq!(with_json.status.code(), Some(2));
+}
+
 #[test]
 fn fleet_commands_against_a_live_coordinator() {
     let mut f = Fixture::start("live");
@@ -167,26 +192,7 @@ fn fleet_commands_against_a_live_coordinator() {
     assert_eq!(two["snapshot"]["generation"], 1);
     let table = f.slate(&["status"]);
     assert!(String::from_utf8_lossy(&table.stdout).contains("current generations"));
-    // --width fits it: no line wider, handles instead of identities, every row there.
-    for width in [56usize, 80, 160] {
-        let fitted = f.slate(&["status", "--width", &width.to_string()]);
-        assert_eq!(fitted.status.code(), Some(0), "{}", stderr(&fitted));
-        let text = String::from_utf8(fitted.stdout).unwrap();
-        for line in text.lines() {
-            assert!(
-                slate::text::width(line) <= width,
-                "{width}: {line:?} is {} columns",
-                slate::text::width(line)
-            );
-        }
-        assert!(text.contains(&id[..8]) && !text.contains(&id), "{text}");
-        let rows = text.lines().filter(|l| l.contains(" scout ")).count();
-        assert!(rows >= 2, "{width}: {text}");
-    }
-    let narrow = f.slate(&["status", "--width", "55"]);
-    assert_eq!(narrow.status.code(), Some(2), "{}", stderr(&narrow));
-    let with_json = f.slate(&["--json", "status", "--width", "80"]);
-    assert_eq!(with_json.status.code(), Some(2));
+    assert_status_fits_widths(&f, &id);
 
     // Refusals exit 1 and name the rule; malformed input exits 2.
     let followup = f.json(&["followup", &target, "Also list the tests"]);
