@@ -201,6 +201,16 @@ fn at_80_columns_paths_stay_exact_the_stop_answer_fits_and_effective_warns_about
     );
     no_overflow(&pi, width, "after /subagent-stop");
 
+    // /subagent-status: the fleet table fitted to pi's width, one line per generation.
+    pi.submit("/subagent-status");
+    wait_in_history(&pi, "the fitted fleet table", |s| {
+        s.lines().any(|l| {
+            let l = l.trim_start();
+            l.starts_with(&id[..8]) && l.contains(" scout ") && l.contains("settled")
+        }) && s.lines().any(|l| l.trim_start().starts_with(handle))
+    });
+    no_overflow(&pi, width, "after /subagent-status");
+
     // /slate effective: Slate's words, the warning among them, nothing wider than the pane.
     pi.submit("/slate effective");
     let screen = wait_in_history(&pi, "the route warning", |s| {
