@@ -301,3 +301,17 @@ mod tests {
         }
     }
 }
+
+/// The JSON type of a value as an error message names it: `null`, `a boolean`, `a number`,
+/// `a string`, `an array`, `an object`.
+pub fn kind_of(value: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

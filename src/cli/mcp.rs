@@ -671,7 +671,7 @@ fn invalid_params(request: &CustomRequest) -> McpError {
     let message = match request.method.as_str() {
         "tools/call" => match params.get("arguments") {
             Some(Value::Object(_)) | None => decode::<CallToolRequestParams>("tools/call", &params),
-            Some(other) => stdio::arguments_not_an_object(json_kind(other)),
+            Some(other) => stdio::arguments_not_an_object(crate::json::kind_of(other)),
         },
         "tools/list" => decode::<PaginatedRequestParams>("tools/list", &params),
         "logging/setLevel" => {
@@ -687,18 +687,6 @@ fn invalid_params(request: &CustomRequest) -> McpError {
         }
     };
     McpError::invalid_params(SafeText::line(&message).into_string(), None)
-}
-
-/// `an array`, `a string`, … for an error message.
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 fn object(value: Value) -> Arc<JsonObject> {

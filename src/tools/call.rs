@@ -208,7 +208,7 @@ pub async fn call(
     let Value::Object(input) = &params.input else {
         return Ok(failure(ControlError::invalid_request(&format!(
             "{tool}: the input must be a JSON object, not {}",
-            kind(&params.input)
+            crate::json::kind_of(&params.input)
         ))));
     };
     let cx = Cx {
@@ -230,17 +230,6 @@ fn unreachable_tool(tool: &str) -> Result<ToolAnswer, ControlError> {
     Err(ControlError::internal(&format!(
         "{tool}: listed but not implemented"
     )))
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// A refused call, as the model reads it.
