@@ -205,6 +205,20 @@ fn into_string(bytes: Vec<u8>) -> serde_json::Result<String> {
     String::from_utf8(bytes).map_err(<serde_json::Error as serde::ser::Error>::custom)
 }
 
+/// The JSON type of a value as an error message names it: `null`, `a boolean`, `a number`,
+/// `a string`, `an array`, `an object`.
+pub fn kind_of(value: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -299,19 +313,5 @@ mod tests {
             let pretty = to_string_pretty(&value).unwrap_or_default();
             prop_assert!(!has_raw_control(&pretty), "{:?}", pretty);
         }
-    }
-}
-
-/// The JSON type of a value as an error message names it: `null`, `a boolean`, `a number`,
-/// `a string`, `an array`, `an object`.
-pub fn kind_of(value: &serde_json::Value) -> &'static str {
-    use serde_json::Value;
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
