@@ -354,9 +354,16 @@ fn the_extension_shows_every_answer_the_cli_gives_and_never_throws() {
         kinds(&json_error) >= 8,
         "refusals as JSON errors: {answers:#?}"
     );
+    // The argument parser's own errors honour --json too (issue 22 item 15): the one error
+    // shape, code `usage`, with the usage line in `data`.
+    let parser_error = |a: &Value| {
+        serde_json::from_str::<Value>(a["stdout"].as_str().unwrap())
+            .is_ok_and(|v| v["error"]["code"] == "usage" && v["error"]["data"]["usage"].is_string())
+            && a["stderr"].as_str().unwrap().is_empty()
+    };
     assert!(
-        kinds(&|a| a["stdout"].as_str().unwrap().is_empty() && a["code"] != json!(0)) >= 2,
-        "argument-parser errors (text on stderr): {answers:#?}"
+        kinds(&parser_error) >= 2,
+        "argument-parser errors (JSON, code usage): {answers:#?}"
     );
     let named = |n: &str| answers.iter().find(|a| a["name"] == n).unwrap();
     let crash = named("resume: adoption pause, no model");
