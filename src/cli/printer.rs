@@ -73,18 +73,18 @@ impl Printer {
         write_json(io::stdout().lock(), value)
     }
 
-    /// Writes `value`, which was just read from the result `raw` by this build's own types
-    /// (so its text is that value's document, on one line): the text as it is when it needs
-    /// no escape ([`crate::json::is_safe`]), else `value` serialized as [`Printer::value`]
-    /// does. Used for large answers, which are then not written twice.
-    pub fn value_read_from<T: Serialize + ?Sized>(
+    /// Writes the result `raw`, a document the coordinator wrote from its own types, as it
+    /// is when it needs no escape ([`crate::json::is_safe`]): it is not read and checked
+    /// again. Otherwise `read` reads it into this build's types (a mismatch is the error) and
+    /// that value is serialized as [`Printer::value`] does, escaped. Used for large answers.
+    pub fn raw_result<T: Serialize, E: From<io::Error>>(
         &self,
         raw: &RawResult,
-        value: &T,
-    ) -> io::Result<()> {
+        read: impl FnOnce() -> Result<T, E>,
+    ) -> Result<(), E> {
         let text = raw.get();
         if !crate::json::is_safe(text) {
-            return self.value(value);
+            return Ok(self.value(&read()?)?);
         }
         // Text and newline in one vectored write: stdout's line buffer then finds the
         // newline at once instead of scanning the whole document for one.
@@ -93,13 +93,13 @@ impl Printer {
         let mut pieces = &mut pieces[..];
         while !pieces.is_empty() {
             match stdout.write_vectored(pieces) {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero).into()),
                 Ok(n) => IoSlice::advance_slices(&mut pieces, n),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
+                Err(e) => return Err(e.into()),
             }
         }
-        stdout.flush()
+        Ok(stdout.flush()?)
     }
 
     /// A progress line on stderr (human mode only; callers skip it with `--json`).

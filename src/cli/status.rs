@@ -72,8 +72,9 @@ pub fn run(
         }
         return Ok(ExitCode::Ok);
     }
-    // `--json` prints the summary answer: its text is read once into typed rows that borrow
-    // from it, then written as it is (it is the rows' document). The table is the text
+    // `--json` prints the summary answer: the coordinator wrote it from its typed rows, so
+    // it is copied out as it is unless it needs an escape (then read into the rows and
+    // written escaped). The table is the text
     // answer: the coordinator writes the lines (and keeps them while nothing changes), this
     // command copies them to stdout.
     let params = StatusParams {
@@ -92,8 +93,10 @@ pub fn run(
             width,
         ))?;
     } else if printer.json() {
-        let fleet = raw.decode::<FleetSummary<'_>>(method::Status::NAME)?;
-        printer.value_read_from(&raw, &fleet)?;
+        printer.raw_result(&raw, || {
+            raw.decode::<FleetSummary<'_>>(method::Status::NAME)
+                .map_err(Error::from)
+        })?;
     } else {
         let table = raw.decode::<FleetText<'_>>(method::Status::NAME)?;
         printer.write_with(|out| std::io::Write::write_all(out, table.text.as_bytes()))?;
