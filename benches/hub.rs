@@ -151,9 +151,9 @@ fn loaded_hub(snapshots: Vec<ChildSnapshot>, w: u16, h: u16) -> Hub {
     hub
 }
 
-fn bench(c: &mut Criterion) {
-    let messages = transcript();
-    let mut hub = loaded_hub(
+/// A 200×60 Hub on a fleet where every third worker runs and the rest have settled.
+fn mixed_hub() -> Hub {
+    loaded_hub(
         fleet(|n| {
             if n % 3 == 0 {
                 Status::Running
@@ -163,7 +163,12 @@ fn bench(c: &mut Criterion) {
         }),
         200,
         60,
-    );
+    )
+}
+
+fn bench(c: &mut Criterion) {
+    let messages = transcript();
+    let mut hub = mixed_hub();
     let target = hub.selected().expect("a selection");
     hub.update(Msg::Transcript {
         target,
@@ -272,17 +277,7 @@ fn switch(
 /// selected worker, and the socket answer's decoding.
 fn loop_benches(c: &mut Criterion, messages: &[Value]) {
     let short = messages_of(20);
-    let mut hub = loaded_hub(
-        fleet(|n| {
-            if n % 3 == 0 {
-                Status::Running
-            } else {
-                Status::Settled
-            }
-        }),
-        200,
-        60,
-    );
+    let mut hub = mixed_hub();
     let mut terminal = Terminal::new(TestBackend::new(200, 60)).expect("terminal");
     let _ = step(&mut hub, Vec::new(), &mut terminal).expect("first frame");
     // Row 0 is the worker with the long transcript; rows 1 and 2 get short ones.

@@ -355,11 +355,7 @@ pub fn write_fitted_table_at(
         push_padded(out, c.profile.as_str(), 14);
         out.push(' ');
         push_padded(out, c.status.as_str(), 9);
-        let elapsed = c.ended_at.unwrap_or(now).saturating_sub(c.created_at);
-        let mark = out.len();
-        crate::text::push_elapsed(out, elapsed);
-        let short = 6usize.saturating_sub(out.len() - mark);
-        out.insert_str(mark, &"      "[..short]);
+        push_elapsed_column(out, &c, now);
         out.push_str(if c.writer_lease { " W" } else { "  " });
         if with_counts {
             out.push(' ');
@@ -403,6 +399,15 @@ pub const MIN_FITTED_WIDTH: usize = 56;
 /// The fixed columns of a fitted row: handle, role, status, elapsed, lease.
 const FITTED_FIXED: usize = HANDLE_COLUMN + 1 + 14 + 1 + 9 + 6 + 2;
 
+/// Admission to disposal, or to now while it lasts, right-aligned in 6 columns (ASCII).
+fn push_elapsed_column(out: &mut String, c: &Cells<'_>, now: u64) {
+    let elapsed = c.ended_at.unwrap_or(now).saturating_sub(c.created_at);
+    let start = out.len();
+    crate::text::push_elapsed(out, elapsed);
+    let short = 6usize.saturating_sub(out.len() - start);
+    out.insert_str(start, &"      "[..short]);
+}
+
 /// The handle column's width: 8 hex digits and `@N` up to generation 99.
 const HANDLE_COLUMN: usize = 11;
 
@@ -441,7 +446,7 @@ fn tree_order<'r, 'a>(rows: &'r [TableRow<'a>]) -> Vec<&'r TableRow<'a>> {
 pub(crate) fn row_line(out: &mut String, c: &Cells<'_>, now: u64) {
     // Written straight into `out` (no string per cell, no formatting machinery): this runs
     // for every row of the table.
-    use crate::text::{push_elapsed, push_u64};
+    use crate::text::push_u64;
     for _ in 1..c.depth {
         out.push_str("  ");
     }
@@ -476,12 +481,7 @@ pub(crate) fn row_line(out: &mut String, c: &Cells<'_>, now: u64) {
         }
         None => out.push_str(" — "),
     }
-    // Admission to disposal, or to now while it lasts, right-aligned in 6 columns (ASCII).
-    let elapsed = c.ended_at.unwrap_or(now).saturating_sub(c.created_at);
-    let start = out.len();
-    push_elapsed(out, elapsed);
-    let short = 6usize.saturating_sub(out.len() - start);
-    out.insert_str(start, &"      "[..short]);
+    push_elapsed_column(out, c, now);
     if c.writer_lease {
         out.push_str(" W");
     }
