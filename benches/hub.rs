@@ -72,6 +72,7 @@ fn snapshot(n: u128, status: Status) -> ChildSnapshot {
             tokens: None,
             cost: Some(0.01),
             context: None,
+            launch: None,
         },
         error: None,
         transcript: None,

@@ -76,3 +76,18 @@ export function registerGuards(pi: ExtensionAPI, client: ControlClient): void {
 		return verdict.allow ? undefined : { block: true, reason: verdict.reason };
 	});
 }
+
+/**
+ * Refuse everything, asking no one: a pre-started process before it is bound to a generation
+ * (`worker_entry.ts`) has no coordinator budget to spend.
+ */
+export function registerRefusals(pi: ExtensionAPI, reason: string): void {
+	pi.on("before_provider_request", (_event, ctx) => {
+		process.stderr.write(`slate: model request denied: ${reason}\n`);
+		ctx.abort();
+		return undefined;
+	});
+	pi.on("session_before_compact", () => ({ cancel: true }));
+	pi.on("session_before_tree", () => ({ cancel: true }));
+	pi.on("tool_call", () => ({ block: true, reason: `denied: ${reason}` }));
+}

@@ -20,8 +20,12 @@ import { closeSync, fstatSync, readSync } from "node:fs";
 
 export const CAPABILITY_FD_ENV = "SLATE_CAPABILITY_FD";
 export const SOCKET_ENV = "SLATE_SOCKET";
+/** Set in a pre-started (pooled) process: the descriptor then holds nothing until it is bound. */
+export const POOLED_ENV = "SLATE_WORKER_POOLED";
 /** A capability is 64 hex digits; a pipe holding more than this is not one. */
 export const MAX_CAPABILITY_BYTES = 1024;
+/** A pooled process's binding: the capability, the system prompt and the tool names. */
+export const MAX_BINDING_BYTES = 4 * 1024 * 1024;
 
 export interface Identity {
 	readonly capability: string;
@@ -48,21 +52,102 @@ export function takeIdentity(env: Env): IdentityResult {
 	if (!/^[0-9]+$/.test(fdText) || Number(fdText) < 3) {
 		return fail(`${CAPABILITY_FD_ENV}=${JSON.stringify(fdText)} is not a descriptor number of 3 or more`);
 	}
-	const read = readCapability(Number(fdText));
+	const socketProblem = checkSocket(socket);
+	if (socketProblem !== null) {
+		return fail(socketProblem);
+	}
+	const read = readPipe(Number(fdText), MAX_CAPABILITY_BYTES);
 	if (!read.ok) {
 		return read;
 	}
-	if (socket === undefined || socket === "") {
-		return fail(`${SOCKET_ENV} is not set, so this pi cannot reach its coordinator`);
+	// Surrounding whitespace (a trailing newline) is not part of a capability.
+	const capability = read.text.trim();
+	if (capability === "") {
+		return fail(`descriptor ${fdText} held no capability (EOF at once)`);
 	}
-	if (!socket.startsWith("/")) {
-		return fail(`${SOCKET_ENV}=${JSON.stringify(socket)} is not an absolute path`);
-	}
-	return { ok: true, identity: { capability: read.capability, socket } };
+	return { ok: true, identity: { capability, socket: socket as string } };
 }
 
-/** Read descriptor `fd` to EOF (at most {@link MAX_CAPABILITY_BYTES}) and close it. */
-function readCapability(fd: number): { ok: true; capability: string } | { ok: false; reason: string } {
+function checkSocket(socket: string | undefined): string | null {
+	if (socket === undefined || socket === "") {
+		return `${SOCKET_ENV} is not set, so this pi cannot reach its coordinator`;
+	}
+	if (!socket.startsWith("/")) {
+		return `${SOCKET_ENV}=${JSON.stringify(socket)} is not an absolute path`;
+	}
+	return null;
+}
+
+/** A pooled process before it is bound: where its binding will be, and its coordinator. */
+export interface Pending {
+	readonly fd: number;
+	readonly socket: string;
+}
+
+/** What a pooled process becomes when it is bound (`src/runtime/backend.rs`, `pooled_binding`). */
+export interface Binding {
+	readonly identity: Identity;
+	/** The worker's system prompt, given to pi before every run. */
+	readonly systemPrompt: string;
+	/** The worker's active tools (pi's `--tools` names every tool a worker could have). */
+	readonly tools: readonly string[];
+}
+
+/**
+ * Take a pooled process's descriptor number and socket out of `env` (as {@link takeIdentity},
+ * nothing is left for the model's `bash`), without reading: the coordinator writes the binding
+ * only when it binds this process to a generation.
+ */
+export function takePending(env: Env): { ok: true; pending: Pending } | { ok: false; reason: string } {
+	const fdText = env[CAPABILITY_FD_ENV];
+	delete env[CAPABILITY_FD_ENV];
+	delete env[POOLED_ENV];
+	if (fdText === undefined || !/^[0-9]+$/.test(fdText) || Number(fdText) < 3) {
+		return fail(`a pooled worker needs ${CAPABILITY_FD_ENV} naming a descriptor of 3 or more`);
+	}
+	const socket = env[SOCKET_ENV];
+	const socketProblem = checkSocket(socket);
+	if (socketProblem !== null) {
+		return fail(socketProblem);
+	}
+	return { ok: true, pending: { fd: Number(fdText), socket: socket as string } };
+}
+
+/** Read the binding the coordinator wrote to a pooled process's descriptor, then closed. */
+export function takeBinding(pending: Pending): { ok: true; binding: Binding } | { ok: false; reason: string } {
+	const read = readPipe(pending.fd, MAX_BINDING_BYTES);
+	if (!read.ok) {
+		return read;
+	}
+	let value: unknown;
+	try {
+		value = JSON.parse(read.text);
+	} catch (error) {
+		return fail(`the binding on descriptor ${pending.fd} is not JSON: ${(error as Error).message}`);
+	}
+	const binding = value as { capability?: unknown; systemPrompt?: unknown; tools?: unknown } | null;
+	if (
+		typeof binding?.capability !== "string" ||
+		binding.capability === "" ||
+		binding.capability.length > MAX_CAPABILITY_BYTES ||
+		typeof binding.systemPrompt !== "string" ||
+		!Array.isArray(binding.tools) ||
+		!binding.tools.every((tool) => typeof tool === "string")
+	) {
+		return fail(`the binding on descriptor ${pending.fd} is not {capability, systemPrompt, tools}`);
+	}
+	return {
+		ok: true,
+		binding: {
+			identity: { capability: binding.capability, socket: pending.socket },
+			systemPrompt: binding.systemPrompt,
+			tools: binding.tools as string[],
+		},
+	};
+}
+
+/** Read descriptor `fd` to EOF (at most `max` bytes) and close it. */
+function readPipe(fd: number, max: number): { ok: true; text: string } | { ok: false; reason: string } {
 	// Only a pipe or socket can be Slate's. Without an inherited fd 3, Node's own event loop holds
 	// that number (an epoll descriptor): reading or closing it would break pi, so it is left alone.
 	try {
@@ -73,21 +158,23 @@ function readCapability(fd: number): { ok: true; capability: string } | { ok: fa
 	} catch (error) {
 		return fail(`descriptor ${fd} is not open: ${(error as Error).message}`);
 	}
-	const buffer = Buffer.alloc(MAX_CAPABILITY_BYTES + 1);
+	const buffer = Buffer.alloc(64 * 1024);
+	const chunks: Buffer[] = [];
 	let length = 0;
 	try {
 		for (;;) {
-			const n = readSync(fd, buffer, length, buffer.length - length, null);
+			const n = readSync(fd, buffer, 0, buffer.length, null);
 			if (n === 0) {
 				break;
 			}
 			length += n;
-			if (length > MAX_CAPABILITY_BYTES) {
-				return fail(`descriptor ${fd} holds more than ${MAX_CAPABILITY_BYTES} bytes; not a capability`);
+			if (length > max) {
+				return fail(`descriptor ${fd} holds more than ${max} bytes; it is not from Slate`);
 			}
+			chunks.push(Buffer.from(buffer.subarray(0, n)));
 		}
 	} catch (error) {
-		return fail(`cannot read the capability from descriptor ${fd}: ${(error as Error).message}`);
+		return fail(`cannot read descriptor ${fd}: ${(error as Error).message}`);
 	} finally {
 		try {
 			closeSync(fd);
@@ -95,12 +182,7 @@ function readCapability(fd: number): { ok: true; capability: string } | { ok: fa
 			// Already closed or never open: the read above said why.
 		}
 	}
-	// Surrounding whitespace (a trailing newline) is not part of a capability.
-	const capability = buffer.toString("utf8", 0, length).trim();
-	if (capability === "") {
-		return fail(`descriptor ${fd} held no capability (EOF at once)`);
-	}
-	return { ok: true, capability };
+	return { ok: true, text: Buffer.concat(chunks).toString("utf8") };
 }
 
 function fail(reason: string): { ok: false; reason: string } {
@@ -119,4 +201,13 @@ export function isWorker(env: Env): boolean {
  * This process's identity, taken at module load (see the module docs); `null` when this pi is
  * not a worker (the extension then runs in the user's main session).
  */
-export const identity: IdentityResult | null = isWorker(process.env) ? takeIdentity(process.env) : null;
+export const identity: IdentityResult | null = isPooled(process.env)
+	? { ok: false, reason: "a pre-started Slate worker must load worker_entry.ts, which waits to be bound" }
+	: isWorker(process.env)
+		? takeIdentity(process.env)
+		: null;
+
+/** Whether this pi was pre-started by Slate's pool (`src/worker/pi/pool.rs`) and waits to be bound. */
+export function isPooled(env: Env): boolean {
+	return env[POOLED_ENV] === "1" && env[CAPABILITY_FD_ENV] !== undefined;
+}

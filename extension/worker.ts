@@ -16,10 +16,23 @@ import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 
 import { ControlClient, type Endpoint } from "./control.ts";
 import { registerGuards } from "./guards.ts";
-import type { IdentityResult } from "./identity.ts";
+import type { Binding, IdentityResult } from "./identity.ts";
 import { registerTools } from "./tools.ts";
 
-export async function worker(pi: ExtensionAPI, identity: IdentityResult, client: string): Promise<void> {
+/** Registered by every worker: `get_commands` listing it proves to Slate that this extension loaded
+ * (`BOUND_COMMAND` in `src/worker/pi/pool.rs`). It does nothing. */
+export const BOUND_COMMAND = "slate-worker";
+
+/**
+ * `binding` is a pre-started process's (worker_entry.ts): pi was started without this worker's
+ * system prompt and with every worker tool, so both are given here, before every run.
+ */
+export async function worker(
+	pi: ExtensionAPI,
+	identity: IdentityResult,
+	client: string,
+	binding?: Binding,
+): Promise<void> {
 	if (!identity.ok) {
 		// Fail closed at startup: pi exits 1 with this on stderr (a worker setup failure).
 		throw new Error(`Slate worker extension: ${identity.reason}`);
@@ -39,4 +52,20 @@ export async function worker(pi: ExtensionAPI, identity: IdentityResult, client:
 		throw new Error(`Slate worker extension: cannot read this generation's tools: ${(error as Error).message}`);
 	}
 	registerTools(pi, tools, async () => ({ endpoint }));
+	if (binding !== undefined) {
+		const active = [...binding.tools];
+		pi.on("session_start", () => {
+			pi.setActiveTools(active);
+		});
+		pi.on("before_agent_start", (event) => {
+			pi.setActiveTools(active);
+			// As `--system-prompt` would: pi builds the same prompt and records the same sections.
+			event.systemPromptOptions.customPrompt = binding.systemPrompt;
+			return undefined;
+		});
+	}
+	pi.registerCommand(BOUND_COMMAND, {
+		description: "Slate: this pi is a Slate worker (Slate checks for this command)",
+		handler: async () => {},
+	});
 }

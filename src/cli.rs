@@ -606,6 +606,7 @@ pub fn try_main(printer: &Printer, command: Command) -> Result<ExitCode, Error> 
                     model,
                     kill_grace: std::time::Duration::from_secs(10),
                     session: None,
+                    prestart: false,
                 },
             },
         ),
@@ -643,6 +644,7 @@ pub fn try_main(printer: &Printer, command: Command) -> Result<ExitCode, Error> 
                     model,
                     kill_grace: std::time::Duration::from_secs(10),
                     session,
+                    prestart: true,
                 },
             )
         }
@@ -668,6 +670,7 @@ pub fn try_main(printer: &Printer, command: Command) -> Result<ExitCode, Error> 
                     // later); workers lead groups of their own, so they are signalled first.
                     kill_grace: std::time::Duration::from_millis(1500),
                     session: None,
+                    prestart: true,
                 },
                 progress_every: std::time::Duration::from_millis(progress_ms),
             },
@@ -703,6 +706,7 @@ pub fn try_main(printer: &Printer, command: Command) -> Result<ExitCode, Error> 
                 model,
                 kill_grace: std::time::Duration::from_secs(10),
                 session: None,
+                prestart: true,
             },
         ),
         Command::Resume {

@@ -7,6 +7,7 @@ pub mod host_extensions;
 pub mod logical;
 pub mod model;
 pub mod parent_tools;
+pub mod pool;
 pub mod preview;
 pub mod problem;
 pub mod profiles;

@@ -111,6 +111,7 @@ fn fleet() -> (Vec<ChildSnapshot>, Vec<AgentPresence>) {
         }),
         cost: Some(0.0123),
         context: None,
+        launch: None,
     };
     a.activity = Some("reading src/store.rs".to_owned());
     a.tool_calls = 2;

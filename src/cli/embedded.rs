@@ -47,6 +47,9 @@ pub struct EmbedArgs {
     pub kill_grace: Duration,
     /// The pi session this coordinator belongs to (`slate serve --pi-session`), if any.
     pub session: Option<PiSession>,
+    /// Keep pre-started pi workers (`pool` in `delegation.json`): coordinators that wait for
+    /// delegations (serve, mcp, hub); not `slate run`, which admits its whole file at once.
+    pub prestart: bool,
 }
 
 /// A coordinator for one pi session (`slate serve --pi-session ID --session-dir DIR
@@ -204,7 +207,9 @@ impl Embedded {
                     .map_err(|e| {
                         Error::Environment(format!("pi cannot run delegated work: {e}"))
                     })?;
-                Arc::new(contained(PiBackend::with_version(pi, version))?)
+                let pool = loaded.profiles.pool;
+                let concurrency = loaded.profiles.scheduling.concurrency;
+                Arc::new(contained(PiBackend::with_version(pi, version))?.with_pool(pool, concurrency))
             }
         };
         let config = RuntimeConfig {
@@ -215,8 +220,12 @@ impl Embedded {
             event_log: true,
             kill_grace: args.kill_grace,
         };
-        let (rt, join) = spawn_watching(config, backend, policy.clone())
+        let (rt, join) = spawn_watching(config, Arc::clone(&backend), policy.clone())
             .map_err(|e| Error::Environment(e.to_string()))?;
+        // Pre-started workers for this coordinator's workspace, once its socket is bound.
+        if args.prestart {
+            backend.prestart(&loaded.cwd, rt.actors());
+        }
         Ok(Self {
             rt,
             join,

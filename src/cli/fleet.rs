@@ -148,6 +148,7 @@ pub fn status_view(view: &StatusView) -> String {
     let _ = writeln!(out, "{}", snapshot_line(s));
     let fields = [
         ("cwd", Some(s.cwd.clone())),
+        ("process", s.telemetry.launch.map(|l| l.words().to_owned())),
         ("error", s.error.clone()),
         ("result", s.result.clone()),
         ("transcript", s.transcript.clone()),

@@ -186,6 +186,8 @@ pub enum WorkerEvent {
     Ready {
         transcript: Option<String>,
     },
+    /// The worker's process exists: bound from the pool or started cold (pi workers).
+    Launched(crate::core::snapshot::Launch),
     /// Setup failed before any prompt was sent.
     SetupFailed {
         error: String,

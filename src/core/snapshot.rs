@@ -52,6 +52,30 @@ pub struct Telemetry {
     /// US dollars.
     pub cost: Option<f64>,
     pub context: Option<ContextUsage>,
+    /// How the worker's process started: bound from the pre-started pool or started cold
+    /// (pi workers only; absent before the process exists and for simulated workers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch: Option<Launch>,
+}
+
+/// How a pi worker's process started (issue 23).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Launch {
+    /// A pre-started process was bound to this generation.
+    Pooled,
+    /// A process was started for this generation.
+    Cold,
+}
+
+impl Launch {
+    /// In words, for `slate status UUID@GEN` and the Hub's details.
+    pub fn words(self) -> &'static str {
+        match self {
+            Self::Pooled => "pre-started (bound from the pool)",
+            Self::Cold => "started cold",
+        }
+    }
 }
 
 /// Structured-result protocol state (`resultSchema` tasks only).

@@ -33,6 +33,9 @@ impl Coordinator {
                     g.snap.status = Status::Running;
                 }
             }
+            WorkerEvent::Launched(launch) => {
+                self.gen_mut(r).snap.telemetry.launch = Some(launch);
+            }
             WorkerEvent::SetupFailed { error } => {
                 self.prompt_resolved(r, Some(format!("setup failed: {error}")), false);
             }

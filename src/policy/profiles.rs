@@ -21,6 +21,7 @@ use crate::policy::capabilities::NEVER_FORWARDED;
 use crate::policy::fs_view::{FileKind, FsView};
 use crate::policy::problem::{Problem, index, key};
 use crate::policy::request::safe_integer;
+use crate::policy::pool::PoolPolicy;
 use crate::policy::scheduling::{FIELD_RULES, SchedulingPolicy};
 
 /// One resolved role: its ceilings and instructions (not guaranteed session rights).
@@ -72,6 +73,8 @@ pub enum SourceStatus {
 pub struct ResolvedProfiles {
     pub profiles: Vec<Profile>,
     pub scheduling: SchedulingPolicy,
+    /// Pre-started worker processes (operator only, `policy::pool`).
+    pub pool: PoolPolicy,
     pub sources: Vec<Source>,
 }
 
@@ -89,7 +92,14 @@ pub struct ConfigFile<'a> {
     pub text: Option<&'a str>,
 }
 
-const ROOT_KEYS: [&str; 5] = ["scout", "review", "general", "implementation", "scheduling"];
+const ROOT_KEYS: [&str; 6] = [
+    "scout",
+    "review",
+    "general",
+    "implementation",
+    "scheduling",
+    "pool",
+];
 const PROFILE_KEYS: [&str; 7] = [
     "description",
     "prompt",
@@ -153,6 +163,7 @@ pub fn resolve(
     let mut problems = Vec::new();
     let mut profiles = bundled();
     let mut scheduling = SchedulingPolicy::default();
+    let mut pool = PoolPolicy::default();
     let mut sources = Vec::new();
 
     let mut source = |layer, file: &ConfigFile<'_>, applies: bool| {
@@ -170,6 +181,11 @@ pub fn resolve(
     source(Layer::Project, &project, project_trusted);
 
     if let Some(root) = parse_root(operator, &mut problems) {
+        if let Some(value) = root.get("pool") {
+            let mut layer_problems = Vec::new();
+            pool = crate::policy::pool::apply(value, pool, &mut layer_problems);
+            problems.extend(layer_problems.into_iter().map(|p| p.in_file(operator.path)));
+        }
         apply_layer(
             &root,
             Layer::Operator,
@@ -181,6 +197,9 @@ pub fn resolve(
         );
     }
     if project_trusted && let Some(root) = parse_root(project, &mut problems) {
+        if root.contains_key("pool") {
+            problems.push(crate::policy::pool::project_refusal().in_file(project.path));
+        }
         apply_layer(
             &root,
             Layer::Project,
@@ -195,6 +214,7 @@ pub fn resolve(
         Ok(ResolvedProfiles {
             profiles,
             scheduling,
+            pool,
             sources,
         })
     } else {

@@ -138,6 +138,17 @@ struct Inner {
 #[derive(Clone, Debug, Default)]
 pub struct ActorRegistry {
     inner: Arc<Mutex<Inner>>,
+    bound: Arc<SocketBound>,
+}
+
+/// Tells who waits ([`ActorRegistry::socket_bound`]) that the socket is bound.
+#[derive(Debug)]
+struct SocketBound(tokio::sync::watch::Sender<bool>);
+
+impl Default for SocketBound {
+    fn default() -> Self {
+        Self(tokio::sync::watch::Sender::new(false))
+    }
 }
 
 impl ActorRegistry {
@@ -152,6 +163,14 @@ impl ActorRegistry {
     /// The control socket to hand to workers started from now on.
     pub fn set_socket(&self, socket: &Path) {
         self.lock().socket = Some(socket.to_owned());
+        self.bound.0.send_replace(true);
+    }
+
+    /// Once a socket is bound: its path (workers can be told where to reach their coordinator).
+    pub async fn socket_bound(&self) -> Option<PathBuf> {
+        let mut bound = self.bound.0.subscribe();
+        bound.wait_for(|bound| *bound).await.ok()?;
+        self.socket()
     }
 
     pub fn socket(&self) -> Option<PathBuf> {

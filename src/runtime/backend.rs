@@ -127,6 +127,23 @@ impl WorkerIdentity {
         Ok(read)
     }
 
+    /// What a pre-started process (`worker::pi::pool`) reads on its descriptor 3 when it is
+    /// bound to this generation, instead of the bare capability: one JSON object with the
+    /// `capability`, the worker's `systemPrompt` and its active `tools` (read by
+    /// `extension/identity.ts`). As [`Self::capability_pipe`], from this call on the
+    /// capability is bound to the process tree [`Self::report_pid`] names next. The bytes
+    /// hold the secret: write them to the pipe and drop them.
+    pub fn pooled_binding(&self, system_prompt: &str, tools: &[&str]) -> Vec<u8> {
+        self.registry
+            .handed_to_process(self.child, &self.capability);
+        serde_json::to_vec(&serde_json::json!({
+            "capability": self.capability.expose(),
+            "systemPrompt": system_prompt,
+            "tools": tools,
+        }))
+        .unwrap_or_default()
+    }
+
     /// The worker process exists as `pid`: it and its descendants are this generation.
     pub fn report_pid(&self, pid: u32) {
         self.registry.set_pid(self.child, &self.capability, pid);
@@ -151,4 +168,8 @@ pub trait WorkerBackend: Send + Sync + 'static {
 
     /// A short name for diagnostics (`pi`, `sim`).
     fn name(&self) -> &'static str;
+
+    /// Start what makes later workers in workspace `cwd` quicker (the pi backend's pool),
+    /// once `registry`'s socket is bound. Must not block.
+    fn prestart(&self, _cwd: &std::path::Path, _registry: &crate::runtime::actors::ActorRegistry) {}
 }

@@ -4,6 +4,7 @@ pub mod args;
 pub mod extension;
 pub mod lines;
 pub mod mapper;
+pub mod pool;
 pub mod process;
 pub mod protocol;
 pub mod recovery;

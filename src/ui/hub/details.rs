@@ -119,6 +119,9 @@ pub fn lines(entry: &Entry, cx: &Context) -> Vec<Line> {
         );
     }
     field(&mut out, "cwd", &s.cwd);
+    if let Some(launch) = s.telemetry.launch {
+        field(&mut out, "process", launch.words());
+    }
     field(
         &mut out,
         "elapsed",

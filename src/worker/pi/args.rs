@@ -72,7 +72,7 @@ pub fn tool_names(start: &WorkerStart) -> Vec<&'static str> {
 }
 
 /// [`tool_names`], then the tools of the host extensions the worker loads (each once).
-fn all_tools<'a>(start: &WorkerStart, host: &'a [WorkerExtension]) -> Vec<&'a str> {
+pub fn all_tools<'a>(start: &WorkerStart, host: &'a [WorkerExtension]) -> Vec<&'a str> {
     let mut tools: Vec<&str> = tool_names(start);
     for tool in host.iter().flat_map(|unit| &unit.tools) {
         if !tools.contains(&tool.as_str()) {

@@ -22,7 +22,7 @@
 use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,13 +35,17 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{OnceCell, mpsc};
 
+use crate::core::snapshot::Launch as StartedAs;
 use crate::core::{ChildRef, MessageMode, WorkerEvent, WorkerStart};
 use crate::policy::version::parse_pi_version_output;
 use crate::runtime::backend::{
     CAPABILITY_FD, EventSink, WorkerBackend, WorkerCommand, WorkerDirs, WorkerIdentity,
 };
 use crate::worker::contain::Containment;
-use crate::worker::pi::args::{arguments, is_slate_variable};
+use crate::worker::pi::args::{all_tools, arguments, is_slate_variable, system_prompt};
+use crate::worker::pi::pool::{BOUND_COMMAND, Pool, PoolKey, Pooled};
+use crate::policy::host_extensions::WorkerExtension;
+use crate::policy::pool::PoolPolicy;
 use crate::worker::pi::extension::installed_extension;
 use crate::worker::pi::lines::{self, BoundedLines, LINE_MAX, Line};
 use crate::worker::pi::mapper::{Output, PiMapper, Sent};
@@ -98,7 +102,7 @@ impl PiCommand {
     }
 
     /// The pi command, run under `containment`.
-    fn command_in(&self, containment: &Containment) -> Command {
+    pub(super) fn command_in(&self, containment: &Containment) -> Command {
         let (program, args) = containment.wrap(self.program.clone(), self.leading.clone());
         let mut command = Command::new(program);
         command.args(args);
@@ -123,6 +127,8 @@ pub struct PiBackend {
     /// This process as the workers' subreaper of last resort (`worker::reaper`), held as
     /// long as workers can be started: dropping it ends what is left below this process.
     subreaper: Option<Subreaper>,
+    /// Pre-started processes (`worker::pi::pool`), when the coordinator keeps any.
+    pool: Option<Arc<Pool>>,
 }
 
 impl PiBackend {
@@ -133,6 +139,7 @@ impl PiBackend {
             extension: None,
             containment: Containment::default(),
             subreaper: None,
+            pool: None,
         }
     }
 
@@ -145,6 +152,7 @@ impl PiBackend {
             extension: None,
             containment: Containment::default(),
             subreaper: None,
+            pool: None,
         }
     }
 
@@ -154,6 +162,28 @@ impl PiBackend {
     pub fn with_containment(mut self, containment: Containment) -> Self {
         self.containment = containment;
         self
+    }
+
+    /// Keep pre-started processes as `policy` says, never more than `concurrency`
+    /// (`worker::pi::pool`); call after [`Self::with_containment`], which they run under too.
+    #[must_use]
+    pub fn with_pool(mut self, policy: PoolPolicy, concurrency: u32) -> Self {
+        self.pool = (policy.effective_size(concurrency) > 0).then(|| {
+            Pool::new(
+                policy,
+                concurrency,
+                self.pi.clone(),
+                self.containment.clone(),
+            )
+        });
+        self
+    }
+
+    fn extension_path(&self) -> std::io::Result<PathBuf> {
+        match &self.extension {
+            Some(path) => Ok(path.to_path_buf()),
+            None => installed_extension(),
+        }
     }
 
     /// This process adopts what leaves its workers' trees (`worker::reaper`); whatever is
@@ -202,6 +232,7 @@ impl WorkerBackend for PiBackend {
         let version = Arc::clone(&self.version);
         let extension = self.extension.clone();
         let containment = self.containment.clone();
+        let pool = self.pool.clone();
         tokio::spawn(async move {
             let child = start.child;
             let checked = version
@@ -223,7 +254,22 @@ impl WorkerBackend for PiBackend {
                 containment: &containment,
                 extension: extension.as_deref(),
             };
-            run_worker(&launch, start, &dirs, &identity, events, rx).await;
+            // A fresh generation in the workspace the pool was started for binds a pooled
+            // process; a resumed one (its session exists) and any other starts cold.
+            let pooled = pool.as_ref().filter(|_| !start.resume_session).and_then(|pool| {
+                let extension = match extension.as_deref() {
+                    Some(path) => path.to_path_buf(),
+                    None => installed_extension().ok()?,
+                };
+                let key = pool_key(
+                    Path::new(&start.spec.cwd),
+                    identity.socket()?,
+                    extension,
+                    identity.extensions(),
+                )?;
+                pool.take(&key)
+            });
+            run_worker(&launch, start, &dirs, &identity, events, rx, pooled).await;
         });
         tx
     }
@@ -231,6 +277,31 @@ impl WorkerBackend for PiBackend {
     fn name(&self) -> &'static str {
         "pi"
     }
+
+    /// Start the pool's processes for workspace `cwd` once the version gate passed (the
+    /// coordinator's own workspace, when its socket is bound).
+    fn prestart(&self, cwd: &Path, registry: &crate::runtime::actors::ActorRegistry) {
+        let Some(pool) = self.pool.clone() else {
+            return;
+        };
+        let Ok(extension) = self.extension_path() else {
+            return;
+        };
+        let (cwd, registry) = (cwd.to_owned(), registry.clone());
+        let version = Arc::clone(&self.version);
+        let pi = self.pi.clone();
+        tokio::spawn(async move {
+            let Some(socket) = registry.socket_bound().await else {
+                return;
+            };
+            let checked = version.get_or_init(|| PiBackend::check_version(&pi)).await;
+            let key = pool_key(&cwd, &socket, extension, &registry.worker_extensions());
+            if let (Ok(_), Some(key)) = (checked, key) {
+                pool.prestart(key);
+            }
+        });
+    }
+
 }
 
 /// pi with Slate's extension and the generation's identity: the capability on descriptor
@@ -287,7 +358,7 @@ fn private_session_file(dirs: &WorkerDirs) -> std::io::Result<()> {
 /// SIGTERM to a worker's process group if the driver is dropped before the worker was
 /// reaped (the runtime went away mid-run): a contained worker's containment process then
 /// ends everything below it.
-struct GroupGuard(Option<u32>);
+pub struct GroupGuard(pub Option<u32>);
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
@@ -530,6 +601,7 @@ async fn run_worker(
     identity: &WorkerIdentity,
     events: EventSink,
     mut commands: mpsc::UnboundedReceiver<WorkerCommand>,
+    pooled: Option<Pooled>,
 ) {
     let Launch {
         pi,
@@ -559,12 +631,27 @@ async fn run_worker(
             })?;
             Ok(extension)
         })
-        .and_then(|extension| {
-            spawn_pi(pi, containment, &start, dirs, identity, &extension)
-                .map_err(|e| format!("cannot start pi ({}): {e}", pi.program.display()))
+        .and_then(|extension| match pooled {
+            Some(Pooled {
+                child,
+                binding,
+                mut guard,
+                ..
+            }) => {
+                // The driver's own guard below takes over.
+                guard.0 = None;
+                let bytes = identity.pooled_binding(
+                    &system_prompt(&start, identity.extensions()),
+                    &all_tools(&start, identity.extensions()),
+                );
+                Ok((child, Some((binding, bytes))))
+            }
+            None => spawn_pi(pi, containment, &start, dirs, identity, &extension)
+                .map(|child| (child, None))
+                .map_err(|e| format!("cannot start pi ({}): {e}", pi.program.display())),
         });
-    let mut child = match spawned {
-        Ok(child) => child,
+    let (mut child, binding) = match spawned {
+        Ok(spawned) => spawned,
         Err(e) => {
             let _ = events.send((child_ref, WorkerEvent::SetupFailed { error: e }));
             let _ = events.send((
@@ -604,11 +691,44 @@ async fn run_worker(
         }
         String::from_utf8_lossy(kept.make_contiguous()).into_owned()
     });
+    let mut stdin = child.stdin.take();
+    let mut lines = BoundedLines::new(stdout, LINE_MAX);
+    let started_as = if binding.is_some() {
+        StartedAs::Pooled
+    } else {
+        StartedAs::Cold
+    };
+    if let Some((pipe, bytes)) = binding {
+        let bound = match stdin.as_mut() {
+            Some(stdin) => bind(stdin, &mut lines, pipe, bytes, &start, dirs).await,
+            None => Err("pi started without pipes".to_owned()),
+        };
+        if let Err(error) = bound {
+            // Fail closed, as a cold start that cannot load the extension: the process ends.
+            let _ = child.start_kill();
+            drop(guard);
+            let _ = tokio::time::timeout(TERM_GRACE, child.wait()).await;
+            let _ = events.send((
+                child_ref,
+                WorkerEvent::SetupFailed {
+                    error: format!("a pre-started pi could not be bound: {error}"),
+                },
+            ));
+            let _ = events.send((
+                child_ref,
+                WorkerEvent::Exited {
+                    reason: "not started: the pre-started pi was ended".to_owned(),
+                },
+            ));
+            return;
+        }
+    }
+    let _ = events.send((child_ref, WorkerEvent::Launched(started_as)));
     let mut driver = Driver {
         child_ref,
         events,
         mapper: PiMapper::new(),
-        stdin: child.stdin.take(),
+        stdin,
         next_id: 0,
         ready: false,
         settling: None,
@@ -647,7 +767,6 @@ async fn run_worker(
             .await;
     }
 
-    let mut lines = BoundedLines::new(stdout, LINE_MAX);
     // A contained worker's child is its containment process, which outlives pi and ends
     // with it. One that ends while pi still runs was killed (by a tool of the same user):
     // pi, no longer contained, is ended at once (`WorkerExited`'s reason says why).
@@ -785,4 +904,135 @@ fn head_chars(text: &str, n: usize) -> String {
         out.push('…');
     }
     out
+}
+
+/// The key of a pooled process for workspace `cwd`: Slate's extension, then the host
+/// extensions every worker loads, and their tools.
+fn pool_key(
+    cwd: &Path,
+    socket: &Path,
+    extension: PathBuf,
+    host: &[WorkerExtension],
+) -> Option<PoolKey> {
+    let mut extensions = vec![extension];
+    extensions.extend(host.iter().map(|unit| unit.path.clone()));
+    let tools = host.iter().flat_map(|unit| unit.tools.clone()).collect();
+    PoolKey::new(cwd, socket, extensions, tools)
+}
+
+/// How long each binding step may take before the pooled process is given up.
+const BIND_WAIT: Duration = Duration::from_secs(10);
+
+/// Make a pooled process this generation's worker (`worker::pi::pool`): hand over the binding,
+/// open the session file, prove the extension loaded, set the model and effort.
+async fn bind<R: tokio::io::AsyncRead + Unpin>(
+    stdin: &mut ChildStdin,
+    lines: &mut BoundedLines<R>,
+    pipe: std::os::fd::OwnedFd,
+    bytes: Vec<u8>,
+    start: &WorkerStart,
+    dirs: &WorkerDirs,
+) -> Result<(), String> {
+    // Written from another thread: a binding larger than the pipe's buffer is read by the
+    // extension only once `switch_session` runs its factory.
+    let writer = tokio::task::spawn_blocking(move || {
+        use std::io::Write as _;
+        std::fs::File::from(pipe).write_all(&bytes)
+    });
+    let session = dirs.session_file();
+    let switched = ask(
+        stdin,
+        lines,
+        json!({"id": "bind-session", "type": "switch_session", "sessionPath": session}),
+    )
+    .await?;
+    match writer.await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(format!("the binding could not be handed over: {e}")),
+        Err(e) => return Err(format!("the binding could not be handed over: {e}")),
+    }
+    if switched.get("cancelled") == Some(&serde_json::Value::Bool(true)) {
+        return Err("pi cancelled the switch to the generation's session".to_owned());
+    }
+    let commands = ask(stdin, lines, json!({"id": "bind-commands", "type": "get_commands"})).await?;
+    let loaded = commands
+        .get("commands")
+        .and_then(serde_json::Value::as_array)
+        .is_some_and(|list| {
+            list.iter()
+                .any(|c| c.get("name").and_then(serde_json::Value::as_str) == Some(BOUND_COMMAND))
+        });
+    if !loaded {
+        return Err(
+            "Slate's worker extension did not load for this generation (pi runs on without an \
+             extension whose setup failed, so the worker is not started)"
+                .to_owned(),
+        );
+    }
+    if let Some(model) = &start.spec.model {
+        ask(
+            stdin,
+            lines,
+            json!({"id": "bind-model", "type": "set_model", "provider": model.provider, "modelId": model.id}),
+        )
+        .await?;
+        if let Some(effort) = &model.effort {
+            ask(
+                stdin,
+                lines,
+                json!({"id": "bind-effort", "type": "set_thinking_level", "level": effort}),
+            )
+            .await?;
+        }
+    }
+    Ok(())
+}
+
+/// Send one command and wait for its response's `data` (`{}` when it has none); a failure
+/// names the command and pi's error. Other lines are not the worker's yet and are dropped.
+async fn ask<R: tokio::io::AsyncRead + Unpin>(
+    stdin: &mut ChildStdin,
+    lines: &mut BoundedLines<R>,
+    command: serde_json::Value,
+) -> Result<serde_json::Value, String> {
+    let id = command["id"].as_str().unwrap_or_default().to_owned();
+    let kind = command["type"].as_str().unwrap_or_default().to_owned();
+    let mut wire = command.to_string();
+    wire.push('\n');
+    let answered = tokio::time::timeout(BIND_WAIT, async {
+        stdin
+            .write_all(wire.as_bytes())
+            .await
+            .map_err(|e| format!("{kind}: cannot write to pi: {e}"))?;
+        loop {
+            match lines.next_line().await {
+                Ok(Some(Line::Record(line))) => {
+                    let Ok(value) = serde_json::from_slice::<serde_json::Value>(line) else {
+                        continue;
+                    };
+                    if value.get("type").and_then(serde_json::Value::as_str) == Some("response")
+                        && value.get("id").and_then(serde_json::Value::as_str) == Some(id.as_str())
+                    {
+                        return Ok(value);
+                    }
+                }
+                Ok(Some(Line::TooLong { .. })) => {}
+                Ok(None) | Err(_) => return Err(format!("{kind}: pi exited")),
+            }
+        }
+    })
+    .await
+    .map_err(|_| format!("{kind}: pi did not answer within {} s", BIND_WAIT.as_secs()))??;
+    if answered.get("success") == Some(&serde_json::Value::Bool(true)) {
+        Ok(answered
+            .get("data")
+            .cloned()
+            .unwrap_or_else(|| json!({})))
+    } else {
+        let error = answered
+            .get("error")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("no reason given");
+        Err(format!("{kind}: pi refused: {}", head_chars(error, 400)))
+    }
 }
