@@ -822,3 +822,163 @@ async fn a_selected_host_extension_loads_into_the_worker_and_its_tool_runs() {
     served.join.await.unwrap();
     assert!(env.leftovers().is_empty(), "no process left");
 }
+
+/// Waits until `backend` holds `n` idle pre-started processes.
+async fn until_pooled(backend: &PiBackend, n: usize) {
+    let deadline = tokio::time::Instant::now() + OUTCOME_TIMEOUT;
+    while backend.idle_pooled() < n {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the pool never held {n} process(es)"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A backend keeping `size` pre-started processes, and its coordinator serving `env`'s
+/// workspace with the pool started for it.
+fn pooled_backend(env: &Env, size: u32) -> (Arc<PiBackend>, pi_runtime::Served) {
+    use slate::runtime::WorkerBackend as _;
+    let policy = slate::policy::pool::PoolPolicy {
+        size,
+        idle_seconds: 600,
+    };
+    let backend = Arc::new(PiBackend::new(env.pi.clone()).with_pool(policy, 4));
+    let served = env.start_served(4, Arc::clone(&backend));
+    let work = std::fs::canonicalize(&env.sandbox.work).unwrap();
+    backend.prestart(&work, served.rt.actors());
+    (backend, served)
+}
+
+/// The system prompt of the first request that carried `marker`.
+fn system_prompt(env: &Env, marker: &str) -> String {
+    let requests = env.fake.requests();
+    let first = requests
+        .iter()
+        .find(|r| r.last_user_text.contains(marker))
+        .unwrap_or_else(|| panic!("no request for {marker:?}"));
+    first.messages()[0]["content"].as_str().unwrap_or_default().to_owned()
+}
+
+/// Issue 23: a pre-started process serves exactly one generation and a fresh one takes the
+/// next task, which finds nothing of the first: its own transcript file, model and effort,
+/// tools, system prompt, workspace, and its own capability (its requests are counted for it).
+#[tokio::test]
+async fn pooled_workers_serve_one_generation_each_and_carry_nothing_over() {
+    let Some(env) = Env::real("pool_no_leak") else {
+        return;
+    };
+    let (backend, served) = pooled_backend(&env, 1);
+    until_pooled(&backend, 1).await;
+    let (first, outcome) = delegate_and_wait(
+        &served.rt,
+        vec![env.task("SCENARIO:TEXT alpha-secret-4711", Role::Scout)],
+    )
+    .await;
+    let a = outcome.outcomes[0].clone();
+    assert_eq!(a.status, Status::Settled, "{:?}", a.error);
+    until_pooled(&backend, 1).await;
+    let mut task = env.task("SCENARIO:BASH beta-marker", Role::General);
+    task.model = Some(slate::core::ModelSelection {
+        provider: "fake".into(),
+        id: "fake-reasoner".into(),
+        effort: Some("high".into()),
+    });
+    let (second, outcome) = delegate_and_wait(&served.rt, vec![task]).await;
+    let b = outcome.outcomes[0].clone();
+    assert_eq!(b.status, Status::Settled, "{:?}", b.error);
+
+    use slate::core::snapshot::Launch;
+    assert_eq!(a.telemetry.launch, Some(Launch::Pooled));
+    assert_eq!(b.telemetry.launch, Some(Launch::Pooled));
+    // Its own transcript, holding nothing of the first task, with its own model and effort.
+    let (ta, tb) = (a.transcript.clone().unwrap(), b.transcript.clone().unwrap());
+    assert_ne!(ta, tb);
+    let text = std::fs::read_to_string(&tb).unwrap();
+    assert!(!text.contains("alpha-secret"), "{text}");
+    assert!(
+        text.contains(r#""modelId":"fake-reasoner""#) && text.contains(r#""thinkingLevel":"high""#),
+        "{text}"
+    );
+    let header: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let work = std::fs::canonicalize(&env.sandbox.work).unwrap();
+    assert_eq!(header["cwd"], work.display().to_string(), "its workspace");
+    // Its own tools and system prompt (each names its own generation), and its own model.
+    assert_eq!(declared_tools(&env, "alpha-secret"), ["read", "grep", "find", "ls"]);
+    assert_eq!(
+        declared_tools(&env, "beta-marker"),
+        ["read", "grep", "find", "ls", "write", "edit", "bash"]
+    );
+    let (pa, pb) = (system_prompt(&env, "alpha-secret"), system_prompt(&env, "beta-marker"));
+    assert!(pa.contains(&first[0].id.to_string()) && pa.contains("role scout"), "{pa}");
+    assert!(pb.contains(&second[0].id.to_string()) && pb.contains("role general"), "{pb}");
+    assert!(!pb.contains(&first[0].id.to_string()), "{pb}");
+    let requests = env.fake.requests();
+    let sent_b: Vec<_> = requests
+        .iter()
+        .filter(|r| r.last_user_text.contains("beta-marker"))
+        .collect();
+    assert!(sent_b.iter().all(|r| r.body["model"] == "fake-reasoner"));
+    // Its guard spoke with its own capability: its requests are counted for it alone.
+    assert_eq!(b.telemetry.requests, Some(u32::try_from(sent_b.len()).unwrap()));
+    assert_eq!(a.telemetry.requests, Some(1));
+    served.rt.shutdown().await.unwrap();
+    served.join.await.unwrap();
+    assert!(env.leftovers().is_empty(), "no process left, the pool's included");
+}
+
+/// Issue 23: a pooled process whose extension fails when it is bound fails its generation
+/// closed, as a cold start whose extension fails at load does: setup failed, no model request,
+/// no process left. (pi itself runs on without an extension whose factory threw; Slate does
+/// not take its word and checks that the extension's command exists.)
+#[tokio::test]
+async fn a_pooled_process_whose_extension_fails_when_bound_fails_closed() {
+    let Some(env) = Env::real("pool_mismatch") else {
+        return;
+    };
+    let dir = env.sandbox.root().join("other-build");
+    let entry = slate::worker::pi::extension::install_into(&dir).unwrap();
+    // Another build, whose worker fails once it has its identity.
+    let worker = entry.with_file_name("worker.ts");
+    let text = std::fs::read_to_string(&worker).unwrap();
+    assert!(text.contains("registerGuards(pi, control);"));
+    std::fs::write(
+        &worker,
+        text.replace(
+            "registerGuards(pi, control);",
+            "throw new Error(\"another build\");",
+        ),
+    )
+    .unwrap();
+    use slate::runtime::WorkerBackend as _;
+    let policy = slate::policy::pool::PoolPolicy {
+        size: 1,
+        idle_seconds: 600,
+    };
+    let backend = Arc::new(
+        PiBackend::new(env.pi.clone())
+            .with_extension_file(&entry)
+            .with_pool(policy, 4),
+    );
+    let served = env.start_served(4, Arc::clone(&backend));
+    let work = std::fs::canonicalize(&env.sandbox.work).unwrap();
+    backend.prestart(&work, served.rt.actors());
+    until_pooled(&backend, 1).await;
+    let (_, outcome) = delegate_and_wait(
+        &served.rt,
+        vec![env.task("SCENARIO:TEXT mismatched", Role::Scout)],
+    )
+    .await;
+    let s = &outcome.outcomes[0];
+    assert_eq!(s.status, Status::Failed);
+    let error = s.error.as_deref().unwrap_or_default();
+    assert!(
+        error.starts_with("setup failed: a pre-started pi could not be bound")
+            && error.contains("extension did not load"),
+        "{error}"
+    );
+    assert_eq!(env.fake.request_count(), 0, "no model request was made");
+    served.rt.shutdown().await.unwrap();
+    served.join.await.unwrap();
+    assert!(env.leftovers().is_empty(), "no process left");
+}

@@ -605,3 +605,80 @@ fn real_pi_workers_do_not_outlive_their_session() {
     assert_eq!(base.logged(&task)["status"], "cancelled");
     drop(sandbox);
 }
+
+/// Issue 23: the coordinator's pre-started pi processes (`pool` in the operator's
+/// `delegation.json`) are below its containment like workers: a coordinator killed with
+/// SIGKILL leaves none of them behind.
+#[test]
+fn pre_started_pi_processes_die_with_a_killed_coordinator() {
+    let Some(pi) = pi_env::pi_or_skip("pre_started_pi_processes_die_with_a_killed_coordinator")
+    else {
+        return;
+    };
+    let fake = fake_llm::FakeLlm::start().unwrap();
+    let sandbox = pi_env::PiSandbox::new("serve-pool", &fake.base_url()).unwrap();
+    let base = Base::new("pool");
+    for entry in std::fs::read_dir(&sandbox.agent_dir).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(
+            entry.path(),
+            base.root.join("agent").join(entry.file_name()),
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        base.root.join("agent/delegation.json"),
+        r#"{"pool": {"size": 2, "idleSeconds": 600}}"#,
+    )
+    .unwrap();
+    let mut serve = base.serve("pi");
+    serve
+        .env("PI_CODING_AGENT_DIR", base.root.join("agent"))
+        .env("PI_OFFLINE", "1")
+        .env("PI_SKIP_VERSION_CHECK", "1")
+        .env("HOME", base.root.join("home"))
+        .env("SLATE_PI", pi.argv.join(" "))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut serve = serve.spawn().unwrap();
+    let _ = first_lines(serve.stdout.take().unwrap());
+    let pid = base.pid();
+    // Two pre-started pi processes (and their containment processes) appear, no task given.
+    let deadline = Instant::now() + ANSWER;
+    let pooled = |base: &Base| -> Vec<u32> {
+        base.processes()
+            .into_iter()
+            .filter(|&p| p != pid)
+            .filter(|&p| {
+                std::fs::read(format!("/proc/{p}/environ"))
+                    .is_ok_and(|e| String::from_utf8_lossy(&e).contains("SLATE_WORKER_POOLED=1"))
+            })
+            .collect()
+    };
+    while pooled(&base).len() < 2 {
+        assert!(Instant::now() < deadline, "no pre-started pi appeared");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let before = pooled(&base);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap()),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let since = Instant::now();
+    let _ = serve.wait();
+    loop {
+        let left: Vec<u32> = base.processes();
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            since.elapsed() < GONE_WITHIN,
+            "pre-started {before:?}: still running {left:?} after {:?}",
+            since.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    drop(sandbox);
+}

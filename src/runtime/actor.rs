@@ -331,6 +331,8 @@ impl Actor {
             Effect::WindowOutcome(outcome) => self.deliver(outcome),
             Effect::Changed(child) => self.changed(child),
             Effect::ShutdownComplete => {
+                // Nothing is started any more: pre-started processes end now.
+                self.backend.drain();
                 // The log's last line says the coordinator shut down (it did not die).
                 if let Some(log) = self.event_log.as_mut()
                     && log.close(now_ms()).is_err()

@@ -172,4 +172,7 @@ pub trait WorkerBackend: Send + Sync + 'static {
     /// Start what makes later workers in workspace `cwd` quicker (the pi backend's pool),
     /// once `registry`'s socket is bound. Must not block.
     fn prestart(&self, _cwd: &std::path::Path, _registry: &crate::runtime::actors::ActorRegistry) {}
+
+    /// The coordinator shut down: end what [`Self::prestart`] started, and start no more.
+    fn drain(&self) {}
 }

@@ -112,6 +112,8 @@ struct State {
     next_id: u64,
     /// The workspace the pool refills for (the one last used).
     key: Option<PoolKey>,
+    /// The coordinator shut down: nothing is started any more.
+    drained: bool,
 }
 
 impl Pool {
@@ -171,7 +173,7 @@ impl Pool {
     fn refill(self: &Arc<Self>) {
         let size = self.size();
         let mut state = self.state();
-        let Some(key) = state.key.clone() else {
+        let Some(key) = state.key.clone().filter(|_| !state.drained) else {
             return;
         };
         state.idle.retain(|p| p.key == key);
@@ -202,6 +204,13 @@ impl Pool {
                 pool.state().idle.retain(|p| p.id != id);
             }
         });
+    }
+
+    /// End every idle process (dropping one ends its process group) and start no more.
+    pub fn drain(&self) {
+        let mut state = self.state();
+        state.drained = true;
+        state.idle.clear();
     }
 
     /// How many processes are idle now (for tests and the performance notes).

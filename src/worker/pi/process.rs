@@ -179,6 +179,11 @@ impl PiBackend {
         self
     }
 
+    /// Pre-started processes idle now (0 without a pool).
+    pub fn idle_pooled(&self) -> usize {
+        self.pool.as_ref().map_or(0, |pool| pool.idle_count())
+    }
+
     fn extension_path(&self) -> std::io::Result<PathBuf> {
         match &self.extension {
             Some(path) => Ok(path.to_path_buf()),
@@ -276,6 +281,12 @@ impl WorkerBackend for PiBackend {
 
     fn name(&self) -> &'static str {
         "pi"
+    }
+
+    fn drain(&self) {
+        if let Some(pool) = &self.pool {
+            pool.drain();
+        }
     }
 
     /// Start the pool's processes for workspace `cwd` once the version gate passed (the
