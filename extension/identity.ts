@@ -52,13 +52,14 @@ export function takeIdentity(env: Env): IdentityResult {
 	if (!/^[0-9]+$/.test(fdText) || Number(fdText) < 3) {
 		return fail(`${CAPABILITY_FD_ENV}=${JSON.stringify(fdText)} is not a descriptor number of 3 or more`);
 	}
-	const socketProblem = checkSocket(socket);
-	if (socketProblem !== null) {
-		return fail(socketProblem);
-	}
+	// The descriptor is read (and closed) whatever the socket says: nothing is left for bash.
 	const read = readPipe(Number(fdText), MAX_CAPABILITY_BYTES);
 	if (!read.ok) {
 		return read;
+	}
+	const socketProblem = checkSocket(socket);
+	if (socketProblem !== null) {
+		return fail(socketProblem);
 	}
 	// Surrounding whitespace (a trailing newline) is not part of a capability.
 	const capability = read.text.trim();

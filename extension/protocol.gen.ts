@@ -325,6 +325,9 @@ export type Lagged = {
 	missed: number;
 };
 
+/** How a pi worker's process started (issue 23). */
+export type Launch = (("pooled") | ("cold"));
+
 /** The hard limit that cancelled a generation (the first one committed is kept). */
 export type LimitReason = ("requests") | ("tools");
 
@@ -723,6 +726,9 @@ export type Telemetry = {
 	context?: ((ContextUsage) | (null));
 	/** US dollars. */
 	cost?: (number) | (null);
+	/** How the worker's process started: bound from the pre-started pool or started cold
+	 * (pi workers only; absent before the process exists and for simulated workers). */
+	launch?: ((Launch) | (null));
 	requests?: (number) | (null);
 	tokens?: ((Tokens) | (null));
 };

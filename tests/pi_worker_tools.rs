@@ -857,7 +857,10 @@ fn system_prompt(env: &Env, marker: &str) -> String {
         .iter()
         .find(|r| r.last_user_text.contains(marker))
         .unwrap_or_else(|| panic!("no request for {marker:?}"));
-    first.messages()[0]["content"].as_str().unwrap_or_default().to_owned()
+    first.messages()[0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// Issue 23: a pre-started process serves exactly one generation and a fresh one takes the
@@ -904,14 +907,26 @@ async fn pooled_workers_serve_one_generation_each_and_carry_nothing_over() {
     let work = std::fs::canonicalize(&env.sandbox.work).unwrap();
     assert_eq!(header["cwd"], work.display().to_string(), "its workspace");
     // Its own tools and system prompt (each names its own generation), and its own model.
-    assert_eq!(declared_tools(&env, "alpha-secret"), ["read", "grep", "find", "ls"]);
+    assert_eq!(
+        declared_tools(&env, "alpha-secret"),
+        ["read", "grep", "find", "ls"]
+    );
     assert_eq!(
         declared_tools(&env, "beta-marker"),
         ["read", "grep", "find", "ls", "write", "edit", "bash"]
     );
-    let (pa, pb) = (system_prompt(&env, "alpha-secret"), system_prompt(&env, "beta-marker"));
-    assert!(pa.contains(&first[0].id.to_string()) && pa.contains("role scout"), "{pa}");
-    assert!(pb.contains(&second[0].id.to_string()) && pb.contains("role general"), "{pb}");
+    let (pa, pb) = (
+        system_prompt(&env, "alpha-secret"),
+        system_prompt(&env, "beta-marker"),
+    );
+    assert!(
+        pa.contains(&first[0].id.to_string()) && pa.contains("role scout"),
+        "{pa}"
+    );
+    assert!(
+        pb.contains(&second[0].id.to_string()) && pb.contains("role general"),
+        "{pb}"
+    );
     assert!(!pb.contains(&first[0].id.to_string()), "{pb}");
     let requests = env.fake.requests();
     let sent_b: Vec<_> = requests
@@ -920,11 +935,17 @@ async fn pooled_workers_serve_one_generation_each_and_carry_nothing_over() {
         .collect();
     assert!(sent_b.iter().all(|r| r.body["model"] == "fake-reasoner"));
     // Its guard spoke with its own capability: its requests are counted for it alone.
-    assert_eq!(b.telemetry.requests, Some(u32::try_from(sent_b.len()).unwrap()));
+    assert_eq!(
+        b.telemetry.requests,
+        Some(u32::try_from(sent_b.len()).unwrap())
+    );
     assert_eq!(a.telemetry.requests, Some(1));
     served.rt.shutdown().await.unwrap();
     served.join.await.unwrap();
-    assert!(env.leftovers().is_empty(), "no process left, the pool's included");
+    assert!(
+        env.leftovers().is_empty(),
+        "no process left, the pool's included"
+    );
 }
 
 /// Issue 23: a pooled process whose extension fails when it is bound fails its generation

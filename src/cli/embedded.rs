@@ -209,7 +209,9 @@ impl Embedded {
                     })?;
                 let pool = loaded.profiles.pool;
                 let concurrency = loaded.profiles.scheduling.concurrency;
-                Arc::new(contained(PiBackend::with_version(pi, version))?.with_pool(pool, concurrency))
+                Arc::new(
+                    contained(PiBackend::with_version(pi, version))?.with_pool(pool, concurrency),
+                )
             }
         };
         let config = RuntimeConfig {

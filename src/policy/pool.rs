@@ -92,9 +92,8 @@ fn apply_object(
                     next.idle_seconds = n;
                 }
             }
-            _ => problems.push(
-                Problem::new(at, format!("must be {minimum} to {ceiling}")).json(value),
-            ),
+            _ => problems
+                .push(Problem::new(at, format!("must be {minimum} to {ceiling}")).json(value)),
         }
     }
     next
@@ -137,13 +136,29 @@ mod tests {
         assert!(problems.is_empty(), "{problems:?}");
         assert_eq!((pool.size, pool.idle_seconds), (0, 3600));
         let (pool, problems) = parse(r#"{"size": 17, "idleSeconds": 0, "warm": true}"#);
-        assert_eq!(pool, PoolPolicy::default(), "nothing applied from a bad value");
+        assert_eq!(
+            pool,
+            PoolPolicy::default(),
+            "nothing applied from a bad value"
+        );
         let text = problems.join("\n");
-        assert!(text.contains("$.pool.size") && text.contains("0 to 16"), "{text}");
-        assert!(text.contains("$.pool.idleSeconds") && text.contains("1 to 3600"), "{text}");
-        assert!(text.contains("$.pool.warm") && text.contains("unknown field"), "{text}");
+        assert!(
+            text.contains("$.pool.size") && text.contains("0 to 16"),
+            "{text}"
+        );
+        assert!(
+            text.contains("$.pool.idleSeconds") && text.contains("1 to 3600"),
+            "{text}"
+        );
+        assert!(
+            text.contains("$.pool.warm") && text.contains("unknown field"),
+            "{text}"
+        );
         let (_, problems) = parse(r#"{"size": "2"}"#);
-        assert!(problems[0].contains("non-negative safe integer"), "{problems:?}");
+        assert!(
+            problems[0].contains("non-negative safe integer"),
+            "{problems:?}"
+        );
         let (_, problems) = parse("[]");
         assert!(problems[0].contains("$.pool") && problems[0].contains("object"));
     }

@@ -19,9 +19,9 @@ use serde_json::{Map, Value};
 use crate::core::task::{BuiltinTool, CoordinationAction, Role};
 use crate::policy::capabilities::NEVER_FORWARDED;
 use crate::policy::fs_view::{FileKind, FsView};
+use crate::policy::pool::PoolPolicy;
 use crate::policy::problem::{Problem, index, key};
 use crate::policy::request::safe_integer;
-use crate::policy::pool::PoolPolicy;
 use crate::policy::scheduling::{FIELD_RULES, SchedulingPolicy};
 
 /// One resolved role: its ceilings and instructions (not guaranteed session rights).

@@ -307,7 +307,8 @@ mod tests {
 
     #[test]
     fn memory_decides_from_mem_available() {
-        let info = MemInfo::parse("MemTotal: 8000000 kB\nMemFree: 10 kB\nMemAvailable: 2097152 kB\n");
+        let info =
+            MemInfo::parse("MemTotal: 8000000 kB\nMemFree: 10 kB\nMemAvailable: 2097152 kB\n");
         assert_eq!(info.map(|m| m.available), Some(2 << 30));
         assert!(memory_allows(info.as_ref()));
         let short = MemInfo::parse("MemAvailable: 1048576 kB\n");
@@ -337,7 +338,11 @@ mod tests {
             )
         );
         assert!(args.contains(&"--no-session".to_owned()));
-        assert!(!args.iter().any(|a| a == "--model" || a == "--system-prompt"));
+        assert!(
+            !args
+                .iter()
+                .any(|a| a == "--model" || a == "--system-prompt")
+        );
         let loads: Vec<&str> = args
             .windows(2)
             .filter(|w| w[0] == "-e")

@@ -37,18 +37,18 @@ use tokio::sync::{OnceCell, mpsc};
 
 use crate::core::snapshot::Launch as StartedAs;
 use crate::core::{ChildRef, MessageMode, WorkerEvent, WorkerStart};
+use crate::policy::host_extensions::WorkerExtension;
+use crate::policy::pool::PoolPolicy;
 use crate::policy::version::parse_pi_version_output;
 use crate::runtime::backend::{
     CAPABILITY_FD, EventSink, WorkerBackend, WorkerCommand, WorkerDirs, WorkerIdentity,
 };
 use crate::worker::contain::Containment;
 use crate::worker::pi::args::{all_tools, arguments, is_slate_variable, system_prompt};
-use crate::worker::pi::pool::{BOUND_COMMAND, Pool, PoolKey, Pooled};
-use crate::policy::host_extensions::WorkerExtension;
-use crate::policy::pool::PoolPolicy;
 use crate::worker::pi::extension::installed_extension;
 use crate::worker::pi::lines::{self, BoundedLines, LINE_MAX, Line};
 use crate::worker::pi::mapper::{Output, PiMapper, Sent};
+use crate::worker::pi::pool::{BOUND_COMMAND, Pool, PoolKey, Pooled};
 use crate::worker::pi::recovery::{CONTINUATION, RouteRecovery, Step};
 use crate::worker::reaper::Subreaper;
 
@@ -261,19 +261,22 @@ impl WorkerBackend for PiBackend {
             };
             // A fresh generation in the workspace the pool was started for binds a pooled
             // process; a resumed one (its session exists) and any other starts cold.
-            let pooled = pool.as_ref().filter(|_| !start.resume_session).and_then(|pool| {
-                let extension = match extension.as_deref() {
-                    Some(path) => path.to_path_buf(),
-                    None => installed_extension().ok()?,
-                };
-                let key = pool_key(
-                    Path::new(&start.spec.cwd),
-                    identity.socket()?,
-                    extension,
-                    identity.extensions(),
-                )?;
-                pool.take(&key)
-            });
+            let pooled = pool
+                .as_ref()
+                .filter(|_| !start.resume_session)
+                .and_then(|pool| {
+                    let extension = match extension.as_deref() {
+                        Some(path) => path.to_path_buf(),
+                        None => installed_extension().ok()?,
+                    };
+                    let key = pool_key(
+                        Path::new(&start.spec.cwd),
+                        identity.socket()?,
+                        extension,
+                        identity.extensions(),
+                    )?;
+                    pool.take(&key)
+                });
             run_worker(&launch, start, &dirs, &identity, events, rx, pooled).await;
         });
         tx
@@ -312,7 +315,6 @@ impl WorkerBackend for PiBackend {
             }
         });
     }
-
 }
 
 /// pi with Slate's extension and the generation's identity: the capability on descriptor
@@ -965,7 +967,12 @@ async fn bind<R: tokio::io::AsyncRead + Unpin>(
     if switched.get("cancelled") == Some(&serde_json::Value::Bool(true)) {
         return Err("pi cancelled the switch to the generation's session".to_owned());
     }
-    let commands = ask(stdin, lines, json!({"id": "bind-commands", "type": "get_commands"})).await?;
+    let commands = ask(
+        stdin,
+        lines,
+        json!({"id": "bind-commands", "type": "get_commands"}),
+    )
+    .await?;
     let loaded = commands
         .get("commands")
         .and_then(serde_json::Value::as_array)
@@ -1035,10 +1042,7 @@ async fn ask<R: tokio::io::AsyncRead + Unpin>(
     .await
     .map_err(|_| format!("{kind}: pi did not answer within {} s", BIND_WAIT.as_secs()))??;
     if answered.get("success") == Some(&serde_json::Value::Bool(true)) {
-        Ok(answered
-            .get("data")
-            .cloned()
-            .unwrap_or_else(|| json!({})))
+        Ok(answered.get("data").cloned().unwrap_or_else(|| json!({})))
     } else {
         let error = answered
             .get("error")
