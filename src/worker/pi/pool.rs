@@ -49,6 +49,8 @@ pub const POOLED_ENV: &str = "SLATE_WORKER_POOLED";
 /// The command a bound worker's extension registers; `get_commands` listing it is the proof
 /// that the extension loaded for the generation (`extension/worker.ts`).
 pub const BOUND_COMMAND: &str = "slate-worker";
+/// How long after a process is taken the pool starts its replacement.
+pub const REFILL_DELAY: std::time::Duration = std::time::Duration::from_millis(300);
 /// Memory the machine keeps available beyond the pool: below it, nothing is pre-started.
 pub const MEMORY_RESERVE: u64 = 1 << 30;
 /// Memory counted per pre-started process (an idle pi 1.6 measured about 110 MB resident;
@@ -157,8 +159,23 @@ impl Pool {
             }
             taken
         };
-        self.refill();
+        self.refill_later();
         taken
+    }
+
+    /// Refill after [`REFILL_DELAY`]: a pi starting now would take the CPU the bound worker
+    /// needs for its first request.
+    fn refill_later(self: &Arc<Self>) {
+        let pool: Weak<Self> = Arc::downgrade(self);
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        handle.spawn(async move {
+            tokio::time::sleep(REFILL_DELAY).await;
+            if let Some(pool) = pool.upgrade() {
+                pool.refill();
+            }
+        });
     }
 
     /// Remember `key` as the workspace to keep processes for, and start them.
