@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import pi_sandbox
+
 HERE = Path(__file__).resolve().parent.parent
 SLATE = os.environ.get("SLATE_BIN", str(HERE / "target/release/slate"))
 PI = os.environ["SLATE_PI"]
@@ -41,28 +43,12 @@ def main() -> None:
     coordinators = []
     try:
         time.sleep(0.5)
-        env = dict(os.environ)
         sides = {}
         for name, size in [("cold", 0), ("pooled", 1)]:
             base = work / name
+            side_env = pi_sandbox.make(base, f"http://127.0.0.1:{PORT}/v1")
             agent = base / "agent"
-            for d in ["agent", "home", "project", "run", "cache"]:
-                (base / d).mkdir(parents=True)
-            os.chmod(base / "run", 0o700)
-            models = (HERE / "tests/support/agent_template/models.json").read_text()
-            (agent / "models.json").write_text(models.replace("127.0.0.1:18080", f"127.0.0.1:{PORT}"))
-            shutil.copy(HERE / "tests/support/agent_template/settings.json", agent / "settings.json")
             (agent / "delegation.json").write_text(json.dumps({"pool": {"size": size}}))
-            side_env = dict(
-                env,
-                PI_CODING_AGENT_DIR=str(agent),
-                PI_OFFLINE="1",
-                PI_SKIP_VERSION_CHECK="1",
-                PI_TELEMETRY="0",
-                HOME=str(base / "home"),
-                XDG_CACHE_HOME=str(base / "cache"),
-                XDG_RUNTIME_DIR=str(base / "run"),
-            )
             serve = subprocess.Popen(
                 [SLATE, "serve"],
                 cwd=base / "project",
