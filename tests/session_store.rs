@@ -467,6 +467,29 @@ fn live_probe_table() {
         let got = ProcScan::with_root(&root).holder(&file, Some(&project));
         assert_eq!(got.is_some(), want, "worker with fd {fd:?}: {got:?}");
     }
+    // A worker below its containment process (`slate-contain`), and a pre-started worker
+    // whose parent is anything (it was started with the capability descriptor): not holders
+    // while they do not hold the file open.
+    let root = base.join("contained");
+    fake_proc(&root, 300, "slate-contain", &project, &[], None);
+    fake_proc_child(&root, 301, 300, "pi", &project, &[], None);
+    assert_eq!(
+        ProcScan::with_root(&root).holder(&file, Some(&project)),
+        None
+    );
+    let root = base.join("pooled");
+    fake_proc(
+        &root,
+        302,
+        "pi",
+        &project,
+        &[("SLATE_CAPABILITY_FD", "3"), ("SLATE_WORKER_POOLED", "1")],
+        None,
+    );
+    assert_eq!(
+        ProcScan::with_root(&root).holder(&file, Some(&project)),
+        None
+    );
     // `--from-pi`: the host pi (the command's parent) is not counted, even with the file open;
     // another pi still is, and a host that is not pi is refused.
     let root = base.join("host");

@@ -19,7 +19,9 @@
 //! of the session right after (it switches to the successor, or re-opens the session).
 //!
 //! A pi process is one whose `comm` or title is `pi` or `pi-rpc`, or whose command line
-//! names `pi-coding-agent`. A pi whose parent process is `slate` is one of Slate's own workers:
+//! names `pi-coding-agent`. A pi whose parent process is `slate` or its containment process
+//! (`slate-contain`), or that was started with `SLATE_CAPABILITY_FD` (a worker, cold or
+//! pre-started), is one of Slate's own workers:
 //! it writes only its transcripts under the `--session-dir` Slate gave it, so only rule 1
 //! applies to it (a fleet working in the project directory does not block a handoff).
 //!
@@ -154,8 +156,19 @@ fn is_pi(proc_dir: &Path) -> bool {
             .any(|w| w == b"pi-coding-agent")
 }
 
-/// Whether the process's parent is a `slate` process (then it is a Slate worker).
+/// Whether the process is one of Slate's workers: its parent is `slate` or a containment
+/// process (`slate-contain`), or it was started with a worker's capability descriptor
+/// (`SLATE_CAPABILITY_FD` in its initial environment: cold and pre-started workers alike).
 fn is_slate_worker(root: &Path, proc_dir: &Path) -> bool {
+    let capability_fd = crate::runtime::backend::WORKER_CAPABILITY_FD_ENV.as_bytes();
+    if fs::read(proc_dir.join("environ")).is_ok_and(|environ| {
+        environ.split(|b| *b == 0).any(|kv| {
+            kv.strip_prefix(capability_fd)
+                .is_some_and(|rest| rest.first() == Some(&b'='))
+        })
+    }) {
+        return true;
+    }
     let Ok(status) = fs::read_to_string(proc_dir.join("status")) else {
         return false;
     };
@@ -166,7 +179,8 @@ fn is_slate_worker(root: &Path, proc_dir: &Path) -> bool {
     else {
         return false;
     };
-    fs::read_to_string(root.join(ppid).join("comm")).is_ok_and(|c| c.trim() == "slate")
+    fs::read_to_string(root.join(ppid).join("comm"))
+        .is_ok_and(|c| matches!(c.trim(), "slate" | "slate-contain"))
 }
 
 fn uses(
