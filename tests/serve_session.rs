@@ -111,6 +111,38 @@ impl Base {
         cmd
     }
 
+    /// `serve --pi-session` with real pi workers against `sandbox`'s fake LLM: pi's sandboxed
+    /// agent dir (the fake provider) is the session's, and nothing of the host's pi or
+    /// provider keys leaks in. Pipes for all three streams.
+    fn serve_real_pi(&self, sandbox: &pi_env::PiSandbox, pi: &pi_env::PiCommand) -> Child {
+        for entry in std::fs::read_dir(&sandbox.agent_dir).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(
+                entry.path(),
+                self.root.join("agent").join(entry.file_name()),
+            )
+            .unwrap();
+        }
+        let mut serve = self.serve("pi");
+        for (key, _) in std::env::vars_os() {
+            let k = key.to_string_lossy();
+            if k.ends_with("_API_KEY") || k.starts_with("PI_") {
+                serve.env_remove(&key);
+            }
+        }
+        serve
+            .env("PI_CODING_AGENT_DIR", self.root.join("agent"))
+            .env("PI_OFFLINE", "1")
+            .env("PI_SKIP_VERSION_CHECK", "1")
+            .env("PI_TELEMETRY", "0")
+            .env("HOME", self.root.join("home"))
+            .env("SLATE_PI", pi.argv.join(" "))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        serve.spawn().unwrap()
+    }
+
     fn slate(&self, args: &[&str]) -> Output {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_slate"));
         cmd.args(args).stdin(Stdio::null());
@@ -555,33 +587,7 @@ fn real_pi_workers_do_not_outlive_their_session() {
     let fake = fake_llm::FakeLlm::start().unwrap();
     let sandbox = pi_env::PiSandbox::new("serve-session", &fake.base_url()).unwrap();
     let base = Base::new("real-pi");
-    // pi's sandboxed agent dir (the fake provider) is the session's.
-    for entry in std::fs::read_dir(&sandbox.agent_dir).unwrap() {
-        let entry = entry.unwrap();
-        std::fs::copy(
-            entry.path(),
-            base.root.join("agent").join(entry.file_name()),
-        )
-        .unwrap();
-    }
-    let mut serve = base.serve("pi");
-    for (key, _) in std::env::vars_os() {
-        let k = key.to_string_lossy();
-        if k.ends_with("_API_KEY") || k.starts_with("PI_") {
-            serve.env_remove(&key);
-        }
-    }
-    serve
-        .env("PI_CODING_AGENT_DIR", base.root.join("agent"))
-        .env("PI_OFFLINE", "1")
-        .env("PI_SKIP_VERSION_CHECK", "1")
-        .env("PI_TELEMETRY", "0")
-        .env("HOME", base.root.join("home"))
-        .env("SLATE_PI", pi.argv.join(" "))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut serve = serve.spawn().unwrap();
+    let mut serve = base.serve_real_pi(&sandbox, &pi);
     let (parent, _, _) = first_lines(serve.stdout.take().unwrap());
     assert_eq!(parent, base.id.to_string());
     let pid = base.pid();
@@ -618,30 +624,12 @@ fn pre_started_pi_processes_die_with_a_killed_coordinator() {
     let fake = fake_llm::FakeLlm::start().unwrap();
     let sandbox = pi_env::PiSandbox::new("serve-pool", &fake.base_url()).unwrap();
     let base = Base::new("pool");
-    for entry in std::fs::read_dir(&sandbox.agent_dir).unwrap() {
-        let entry = entry.unwrap();
-        std::fs::copy(
-            entry.path(),
-            base.root.join("agent").join(entry.file_name()),
-        )
-        .unwrap();
-    }
     std::fs::write(
         base.root.join("agent/delegation.json"),
         r#"{"pool": {"size": 2, "idleSeconds": 600}}"#,
     )
     .unwrap();
-    let mut serve = base.serve("pi");
-    serve
-        .env("PI_CODING_AGENT_DIR", base.root.join("agent"))
-        .env("PI_OFFLINE", "1")
-        .env("PI_SKIP_VERSION_CHECK", "1")
-        .env("HOME", base.root.join("home"))
-        .env("SLATE_PI", pi.argv.join(" "))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    let mut serve = serve.spawn().unwrap();
+    let mut serve = base.serve_real_pi(&sandbox, &pi);
     let _ = first_lines(serve.stdout.take().unwrap());
     let pid = base.pid();
     // Two pre-started pi processes (and their containment processes) appear, no task given.
