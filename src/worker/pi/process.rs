@@ -185,10 +185,7 @@ impl PiBackend {
     }
 
     fn extension_path(&self) -> std::io::Result<PathBuf> {
-        match &self.extension {
-            Some(path) => Ok(path.to_path_buf()),
-            None => installed_extension(),
-        }
+        extension_file(self.extension.as_deref())
     }
 
     /// This process adopts what leaves its workers' trees (`worker::reaper`); whatever is
@@ -265,10 +262,7 @@ impl WorkerBackend for PiBackend {
                 .as_ref()
                 .filter(|_| !start.resume_session)
                 .and_then(|pool| {
-                    let extension = match extension.as_deref() {
-                        Some(path) => path.to_path_buf(),
-                        None => installed_extension().ok()?,
-                    };
+                    let extension = extension_file(extension.as_deref()).ok()?;
                     let key = pool_key(
                         Path::new(&start.spec.cwd),
                         identity.socket()?,
@@ -629,11 +623,8 @@ async fn run_worker(
              every model request and tool, so the coordinator must be served on its socket"
                 .to_owned()
         })
-        .and_then(|_| match extension {
-            Some(path) => Ok(path.to_owned()),
-            None => {
-                installed_extension().map_err(|e| format!("cannot write Slate's pi extension: {e}"))
-            }
+        .and_then(|_| {
+            extension_file(extension).map_err(|e| format!("cannot write Slate's pi extension: {e}"))
         })
         .and_then(|extension| {
             private_session_file(dirs).map_err(|e| {
@@ -917,6 +908,15 @@ fn head_chars(text: &str, n: usize) -> String {
         out.push('…');
     }
     out
+}
+
+/// The extension file workers load: `overridden` (tests of a broken one), else the installed
+/// worker entry (installed on first use).
+fn extension_file(overridden: Option<&Path>) -> std::io::Result<PathBuf> {
+    match overridden {
+        Some(path) => Ok(path.to_path_buf()),
+        None => installed_extension(),
+    }
 }
 
 /// The key of a pooled process for workspace `cwd`: Slate's extension, then the host
