@@ -44,6 +44,20 @@ impl SafeText {
         Self(escape_visibly(raw, true))
     }
 
+    /// Its lines, each exactly as [`SafeText::line`] cleans it. Printable ASCII pieces are
+    /// taken as they are (there is nothing in them to clean), so a long transcript's lines
+    /// are not scanned twice.
+    pub fn split_lines(&self) -> impl Iterator<Item = SafeText> + '_ {
+        let ascii = printable_ascii_lines(&self.0);
+        self.0.split('\n').map(move |piece| {
+            if ascii {
+                Self(piece.to_owned())
+            } else {
+                Self::line(piece)
+            }
+        })
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -142,13 +156,22 @@ enum Escape {
 
 /// Printable ASCII only: nothing to clean, one column per byte, one grapheme per byte.
 pub fn printable_ascii(text: &str) -> bool {
-    text.bytes().all(|b| (0x20..0x7f).contains(&b))
+    all_bytes(text, |b| b.wrapping_sub(0x20) < 0x5f)
 }
 
 /// Printable ASCII and `\n` only: what a transcript's plain text is, nothing to clean.
 fn printable_ascii_lines(text: &str) -> bool {
-    text.bytes()
-        .all(|b| b == b'\n' || (0x20..0x7f).contains(&b))
+    all_bytes(text, |b| b == b'\n' || b.wrapping_sub(0x20) < 0x5f)
+}
+
+/// Whether every byte of `text` passes `ok`, tested 32 bytes at a time without an early exit
+/// inside a block (so the compiler turns each block into a few vector compares: the Hub scans
+/// every line of a transcript it is shown, issue 23).
+#[inline]
+fn all_bytes(text: &str, ok: impl Fn(u8) -> bool) -> bool {
+    let mut blocks = text.as_bytes().chunks_exact(32);
+    let whole = (&mut blocks).all(|block| block.iter().fold(true, |all, &b| all & ok(b)));
+    whole && blocks.remainder().iter().all(|&b| ok(b))
 }
 
 fn clean(raw: &str, keep_newlines: bool) -> String {
@@ -744,6 +767,51 @@ mod tests {
             }
             let line = raw.replace('\n', " ");
             proptest::prop_assert_eq!(width(&line), unicode_width::UnicodeWidthStr::width(line.as_str()));
+        }
+    }
+
+    proptest::proptest! {
+        /// Splitting cleaned text into lines gives what cleaning each piece as a line gives,
+        /// ASCII or not; and no cleaned text is wider than its bytes (the Hub counts a line
+        /// of at most `columns` bytes as one row without measuring it).
+        #[test]
+        fn split_lines_is_each_piece_cleaned_as_a_line_23(
+            raw in proptest::prop_oneof![
+                untrusted(),
+                "[ -~\n]{0,120}",
+                "[ -~\né日\u{301}\u{200b}\n]{0,80}",
+            ],
+        ) {
+            let clean = SafeText::lines(&raw);
+            let want: Vec<SafeText> = clean.as_str().split('\n').map(SafeText::line).collect();
+            let got: Vec<SafeText> = clean.split_lines().collect();
+            proptest::prop_assert_eq!(&got, &want);
+            for line in got {
+                proptest::prop_assert!(width(line.as_str()) <= line.as_str().len(), "{:?}", line);
+            }
+        }
+    }
+
+    #[test]
+    fn the_block_scan_agrees_with_a_byte_by_byte_scan_at_every_length_23() {
+        let reference = |t: &[u8]| t.iter().all(|b| (0x20..0x7f).contains(b));
+        for len in 0..100 {
+            for bad_at in 0..=len {
+                let mut bytes = vec![b'a'; len];
+                for bad in [0x00, 0x0a, 0x1b, 0x1f, 0x7f, 0xc3] {
+                    if bad_at < len {
+                        bytes[bad_at] = bad;
+                    }
+                    let text = String::from_utf8_lossy(&bytes);
+                    assert_eq!(
+                        super::printable_ascii(&text),
+                        reference(text.as_bytes()),
+                        "{text:?}"
+                    );
+                    let lines = super::printable_ascii_lines(&text);
+                    assert_eq!(lines, text.bytes().all(|b| b == b'\n' || reference(&[b])));
+                }
+            }
         }
     }
 

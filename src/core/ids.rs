@@ -51,6 +51,15 @@ impl ChildRef {
         text
     }
 
+    /// How many characters [`ChildRef::handle`] has, without building it (the Hub lines its
+    /// columns up after the widest handle of every row, each frame).
+    pub fn handle_len(self) -> usize {
+        match self.generation {
+            1 => HANDLE_DIGITS,
+            n => HANDLE_DIGITS + 1 + n.checked_ilog10().map_or(1, |d| d as usize + 1),
+        }
+    }
+
     /// The task directory name: `<id>` for generation 1, `<id>-g<N>` after.
     pub fn directory_name(self) -> String {
         if self.generation == 1 {
@@ -300,5 +309,14 @@ mod handle_tests {
         let id = uuid::Uuid::parse_str("0b6a1f3e-4c2d-4e8a-9b1c-2d3e4f5a6b7c").unwrap_or_default();
         assert_eq!(ChildRef::new(id, 1).handle(), "0b6a1f3e");
         assert_eq!(ChildRef::new(id, 12).handle(), "0b6a1f3e@12");
+    }
+
+    #[test]
+    fn handle_len_is_the_length_of_the_handle_23() {
+        let id = uuid::Uuid::from_u128(0x1234_5678_9abc_def0_1234_5678_9abc_def0);
+        for generation in [1, 2, 9, 10, 11, 99, 100, 12_345, u32::MAX] {
+            let r = ChildRef::new(id, generation);
+            assert_eq!(r.handle_len(), r.handle().len(), "generation {generation}");
+        }
     }
 }

@@ -157,7 +157,8 @@ pub fn row_count(text: &str, columns: usize, scratch: &mut Vec<String>) -> usize
     if columns == 0 {
         return 0;
     }
-    if !text.contains('\n') && width(text) <= columns {
+    // No character is wider than its UTF-8 bytes: text of at most `columns` bytes fits.
+    if !text.contains('\n') && (text.len() <= columns || width(text) <= columns) {
         return 1;
     }
     scratch.clear();

@@ -3,6 +3,8 @@
 //! here, before it can reach a buffer. Image data and thinking signatures are never shown;
 //! image omission is explicit.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 use crate::text::SafeText;
@@ -54,12 +56,7 @@ pub struct Documents {
 
 fn push_text(out: &mut Vec<Line>, kind: RowKind, text: &str) {
     let clean = SafeText::lines(text);
-    for line in clean.as_str().split('\n') {
-        out.push(Line {
-            kind,
-            text: SafeText::line(line),
-        });
-    }
+    out.extend(clean.split_lines().map(|text| Line { kind, text }));
 }
 
 /// Cuts text at [`TOOL_TEXT_CAP`] (on a char boundary), saying how much was cut.
@@ -74,10 +71,12 @@ fn capped(text: &str) -> (&str, Option<usize>) {
     (&text[..end], Some(text.len() - end))
 }
 
-fn blocks(message: &Value) -> Vec<Value> {
+/// A message's content blocks, borrowed (a long transcript is not copied to be shown): pi's
+/// array as it is, a plain string content as one text block.
+fn blocks(message: &Value) -> Vec<Cow<'_, Value>> {
     match message.get("content") {
-        Some(Value::String(s)) => vec![serde_json::json!({"type": "text", "text": s})],
-        Some(Value::Array(items)) => items.clone(),
+        Some(Value::String(s)) => vec![Cow::Owned(serde_json::json!({"type": "text", "text": s}))],
+        Some(Value::Array(items)) => items.iter().map(Cow::Borrowed).collect(),
         _ => Vec::new(),
     }
 }

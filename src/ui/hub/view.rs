@@ -383,7 +383,7 @@ fn handle_width(hub: &Hub) -> usize {
     hub.roster()
         .rows()
         .iter()
-        .map(|r| r.handle().len())
+        .map(|r| r.handle_len())
         .max()
         .unwrap_or(0)
 }
