@@ -33,6 +33,7 @@ FAKE = os.environ.get("FAKE_LLM", str(HERE / "target/debug/examples/fake_llm"))
 PI = os.environ["SLATE_PI"]
 RUNS = int(os.environ.get("RUNS", "3"))
 SIZES = [int(n) for n in os.environ.get("SIZES", "1 2 4 8 16").split()]
+MODES = os.environ.get("MODES", "cold pooled bare").split()
 
 
 def main() -> None:
@@ -43,13 +44,17 @@ def main() -> None:
         print(f"{'N':>3} {'slate cold':>12} {'slate pooled':>13} {'bare pi -p':>11}   (median seconds, {RUNS} runs)")
         for n in SIZES:
             row = {}
-            for mode in ["cold", "pooled", "bare"]:
+            for mode in MODES:
                 times = [run(work / f"{mode}-{n}-{i}", url, mode, n) for i in range(RUNS)]
                 row[mode] = statistics.median(times)
-            print(f"{n:>3} {row['cold']:>12.3f} {row['pooled']:>13.3f} {row['bare']:>11.3f}")
+            cells = [f"{row[m]:.3f}" if m in row else "-" for m in ["cold", "pooled", "bare"]]
+            print(f"{n:>3} {cells[0]:>12} {cells[1]:>13} {cells[2]:>11}")
     finally:
         fake.terminate()
-        shutil.rmtree(work, ignore_errors=True)
+        if os.environ.get("KEEP"):
+            print(f"kept: {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def run(base: Path, url: str, mode: str, n: int) -> float:
@@ -66,7 +71,8 @@ def run(base: Path, url: str, mode: str, n: int) -> float:
         subprocess.run([SLATE, "pi", "install"], env=env, check=True, stdout=subprocess.DEVNULL)
         tasks = [{"assignment": f"SCENARIO:TEXT child {i}", "profile": "scout"} for i in range(n)]
         call = "delegate_task " + json.dumps({"tasks": tasks})
-    prompt = f"SCENARIO:CALLS fan-out\nCALL: bash {json.dumps({'command': 'sleep 3'})}\nCALL: {call}"
+    warm = os.environ.get("WARM") or str(3 + n)
+    prompt = f"SCENARIO:CALLS fan-out\nCALL: bash {json.dumps({'command': f'sleep {warm}'})}\nCALL: {call}"
     parent = subprocess.Popen(
         [PI, "--mode", "json", prompt],
         cwd=base / "project",

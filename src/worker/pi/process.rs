@@ -48,7 +48,7 @@ use crate::worker::pi::args::{all_tools, arguments, is_slate_variable, system_pr
 use crate::worker::pi::extension::installed_extension;
 use crate::worker::pi::lines::{self, BoundedLines, LINE_MAX, Line};
 use crate::worker::pi::mapper::{Output, PiMapper, Sent};
-use crate::worker::pi::pool::{BOUND_COMMAND, Pool, PoolKey, Pooled};
+use crate::worker::pi::pool::{BOUND_COMMAND, Pool, PoolKey, Pooled, Starting, Taken};
 use crate::worker::pi::recovery::{CONTINUATION, RouteRecovery, Step};
 use crate::worker::reaper::Subreaper;
 
@@ -258,7 +258,7 @@ impl WorkerBackend for PiBackend {
             };
             // A fresh generation in the workspace the pool was started for binds a pooled
             // process; a resumed one (its session exists) and any other starts cold.
-            let pooled = pool
+            let taken = pool
                 .as_ref()
                 .filter(|_| !start.resume_session)
                 .and_then(|pool| {
@@ -269,9 +269,9 @@ impl WorkerBackend for PiBackend {
                         extension,
                         identity.extensions(),
                     )?;
-                    pool.take(&key)
+                    Some(pool.take(&key))
                 });
-            run_worker(&launch, start, &dirs, &identity, events, rx, pooled).await;
+            run_worker(&launch, start, &dirs, &identity, events, rx, taken).await;
         });
         tx
     }
@@ -413,6 +413,8 @@ struct Driver {
     evidence_seen: u64,
     /// An over-long line lost a record: nothing more this worker writes is believed.
     distrusted: bool,
+    /// Kept until the first model response begins: the pool refills after that.
+    starting: Option<Starting>,
 }
 
 impl Driver {
@@ -502,6 +504,9 @@ impl Driver {
     async fn on_output(&mut self, output: Output) {
         match output {
             Output::Event(event) => {
+                if matches!(event, WorkerEvent::AssistantStart) {
+                    self.starting = None;
+                }
                 self.ready(None);
                 self.emit(event);
             }
@@ -608,7 +613,7 @@ async fn run_worker(
     identity: &WorkerIdentity,
     events: EventSink,
     mut commands: mpsc::UnboundedReceiver<WorkerCommand>,
-    pooled: Option<Pooled>,
+    taken: Option<Taken>,
 ) {
     let Launch {
         pi,
@@ -616,6 +621,7 @@ async fn run_worker(
         extension,
     } = *launch;
     let child_ref = start.child;
+    let (pooled, starting) = taken.map_or((None, None), |t| (t.process, Some(t.starting)));
     let spawned = identity
         .socket()
         .ok_or_else(|| {
@@ -743,6 +749,7 @@ async fn run_worker(
         evidence: VecDeque::new(),
         evidence_seen: 0,
         distrusted: false,
+        starting,
     };
     driver.send("state-", Sent::GetState, None).await;
     let mut prompts = start.prompts.iter();
