@@ -286,15 +286,13 @@ impl WorkerBackend for PiBackend {
         }
     }
 
-    /// Start the pool's processes for workspace `cwd` once the version gate passed (the
-    /// coordinator's own workspace, when its socket is bound).
+    /// Once the coordinator's socket is bound: run the version gate (so the first delegation
+    /// does not wait for `pi --version`, pool or not: about 0.4 s of a cold child's start on
+    /// a small machine), then start the pool's processes for workspace `cwd` (the
+    /// coordinator's own) if it passed.
     fn prestart(&self, cwd: &Path, registry: &crate::runtime::actors::ActorRegistry) {
-        let Some(pool) = self.pool.clone() else {
-            return;
-        };
-        let Ok(extension) = self.extension_path() else {
-            return;
-        };
+        let pool = self.pool.clone();
+        let extension = self.extension_path();
         let (cwd, registry) = (cwd.to_owned(), registry.clone());
         let version = Arc::clone(&self.version);
         let pi = self.pi.clone();
@@ -303,8 +301,10 @@ impl WorkerBackend for PiBackend {
                 return;
             };
             let checked = version.get_or_init(|| PiBackend::check_version(&pi)).await;
-            let key = pool_key(&cwd, &socket, extension, &registry.worker_extensions());
-            if let (Ok(_), Some(key)) = (checked, key) {
+            let (Some(pool), Ok(extension), Ok(_)) = (pool, extension, checked) else {
+                return;
+            };
+            if let Some(key) = pool_key(&cwd, &socket, extension, &registry.worker_extensions()) {
                 pool.prestart(key);
             }
         });
