@@ -207,11 +207,16 @@ impl Embedded {
                     .map_err(|e| {
                         Error::Environment(format!("pi cannot run delegated work: {e}"))
                     })?;
-                let pool = loaded.profiles.pool;
-                let concurrency = loaded.profiles.scheduling.concurrency;
-                Arc::new(
-                    contained(PiBackend::with_version(pi, version))?.with_pool(pool, concurrency),
-                )
+                let backend = contained(PiBackend::with_version(pi, version))?;
+                // Only a coordinator that waits for delegations keeps a pool: `slate run`
+                // admits its whole file at once, and a replacement it started would only
+                // compete with its workers and be ended at its exit.
+                Arc::new(if args.prestart {
+                    let concurrency = loaded.profiles.scheduling.concurrency;
+                    backend.with_pool(loaded.profiles.pool, concurrency)
+                } else {
+                    backend
+                })
             }
         };
         let config = RuntimeConfig {

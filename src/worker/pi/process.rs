@@ -286,10 +286,10 @@ impl WorkerBackend for PiBackend {
         }
     }
 
-    /// Once the coordinator's socket is bound: run the version gate (so the first delegation
-    /// does not wait for `pi --version`, pool or not: about 0.4 s of a cold child's start on
-    /// a small machine), then start the pool's processes for workspace `cwd` (the
-    /// coordinator's own) if it passed.
+    /// Once the coordinator's socket is bound: write (or verify) the extension files workers
+    /// load and run the version gate unless it already ran, pool or not, so the first
+    /// delegation waits for neither; then start the pool's processes for workspace `cwd` (the
+    /// coordinator's own) if the gate passed.
     fn prestart(&self, cwd: &Path, registry: &crate::runtime::actors::ActorRegistry) {
         let pool = self.pool.clone();
         let extension = self.extension_path();
