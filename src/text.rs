@@ -170,7 +170,7 @@ fn printable_ascii_lines(text: &str) -> bool {
 #[inline]
 fn all_bytes(text: &str, ok: impl Fn(u8) -> bool) -> bool {
     let mut blocks = text.as_bytes().chunks_exact(32);
-    let whole = (&mut blocks).all(|block| block.iter().fold(true, |all, &b| all & ok(b)));
+    let whole = blocks.all(|block| block.iter().fold(true, |all, &b| all & ok(b)));
     whole && blocks.remainder().iter().all(|&b| ok(b))
 }
 

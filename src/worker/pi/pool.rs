@@ -396,7 +396,11 @@ mod tests {
         assert!(bound.process.is_some(), "the idle process is taken");
         let cold = pool.take(&key);
         assert!(cold.process.is_none(), "the second start finds none idle");
-        assert_eq!(pool.idle_count(), 0, "nothing starts beside starting workers");
+        assert_eq!(
+            pool.idle_count(),
+            0,
+            "nothing starts beside starting workers"
+        );
         drop(bound.starting);
         assert_eq!(pool.idle_count(), 0, "one worker is still starting");
         drop(cold.starting);
