@@ -17,6 +17,7 @@ import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { ControlClient, type Endpoint } from "./control.ts";
 import { registerGuards } from "./guards.ts";
 import type { Binding, IdentityResult } from "./identity.ts";
+import { ownHash } from "./own_hash.ts";
 import { registerTools } from "./tools.ts";
 
 /** Registered by every worker: `get_commands` listing it proves to Slate that this extension loaded
@@ -37,10 +38,17 @@ export async function worker(
 		// Fail closed at startup: pi exits 1 with this on stderr (a worker setup failure).
 		throw new Error(`Slate worker extension: ${identity.reason}`);
 	}
+	let extension: string;
+	try {
+		extension = ownHash();
+	} catch (error) {
+		throw new Error(`Slate worker extension: cannot read its own files: ${(error as Error).message}`);
+	}
 	const endpoint: Endpoint = {
 		socket: identity.identity.socket,
 		capability: identity.identity.capability,
 		client,
+		extension,
 	};
 	const control = new ControlClient(endpoint);
 	registerGuards(pi, control);

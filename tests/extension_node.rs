@@ -93,3 +93,49 @@ fn the_extensions_node_test_suite_passes() {
         .unwrap_or(0);
     assert!(passed >= 40, "only {passed} extension tests ran:\n{stdout}");
 }
+
+/// A worker presents the hash of its files at `hello` (`extension/own_hash.ts`): computed by
+/// node over an installed copy it is the binary's `content_hash` (so a coordinator accepts its
+/// own workers), and one changed byte makes it another.
+#[test]
+fn a_workers_own_hash_is_the_binarys_content_hash_23() {
+    let node = match node() {
+        Ok(node) => node,
+        Err(why) => {
+            assert!(!pi_env::in_ci(), "no Node for the own-hash check ({why})");
+            eprintln!("SKIPPED: no Node ({why}); the worker's own hash was not checked");
+            return;
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let entry = slate::worker::pi::extension::install_into(dir.path()).unwrap();
+    let installed = entry.parent().unwrap().to_owned();
+    let hash_of = |dir: &Path| {
+        let module = dir.join("own_hash.ts");
+        let script = format!(
+            "import {{ ownHash }} from {:?}; console.log(ownHash())",
+            module.to_str().unwrap()
+        );
+        let out = Command::new(&node)
+            .args(["--input-type=module", "-e", &script])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    };
+    let embedded = slate::worker::pi::extension::content_hash();
+    assert_eq!(hash_of(&installed), embedded);
+    let render = installed.join("render.ts");
+    let mut text = std::fs::read_to_string(&render).unwrap();
+    text.push('\n');
+    std::fs::write(&render, text).unwrap();
+    assert_ne!(
+        hash_of(&installed),
+        embedded,
+        "a changed file changes the hash"
+    );
+}

@@ -349,3 +349,13 @@ fn concurrent_installs_agree_and_leave_nothing_behind() {
         );
     }
 }
+
+/// The table is in byte order of the names: the order `hash_files` takes them in, and the order
+/// a worker sorts its directory's names into to present the same hash (`own_hash.ts`).
+#[test]
+fn the_shipped_table_is_in_name_order_23() {
+    let names: Vec<&str> = FILES.iter().map(|(n, _)| *n).collect();
+    let mut sorted = names.clone();
+    sorted.sort_unstable();
+    assert_eq!(names, sorted);
+}

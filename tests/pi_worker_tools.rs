@@ -1021,3 +1021,62 @@ async fn a_pooled_process_whose_extension_fails_when_bound_fails_closed() {
     served.join.await.unwrap();
     no_leftovers_soon(&env).await;
 }
+
+/// Issue 23: extension files that changed on disk after Slate wrote them (here one byte of a
+/// file a worker does not even load) fail the worker closed: its extension presents the files'
+/// hash at `hello` and the coordinator refuses another build (`extension-mismatch`). The same
+/// for a pre-started process, discovered at its binding, and for a cold start; no model request
+/// either way, no process left.
+#[tokio::test]
+async fn changed_extension_files_fail_pre_started_and_cold_workers_closed() {
+    for (name, pool) in [("hash_pooled", 1), ("hash_cold", 0)] {
+        let Some(env) = Env::real(name) else {
+            return;
+        };
+        let entry = slate::worker::pi::extension::install_into(&env.sandbox.root().join("changed"))
+            .unwrap();
+        let render = entry.with_file_name("render.ts");
+        let mut text = std::fs::read_to_string(&render).unwrap();
+        text.push('\n');
+        std::fs::write(&render, text).unwrap();
+        let policy = slate::policy::pool::PoolPolicy {
+            size: pool,
+            idle_seconds: 600,
+        };
+        let backend = Arc::new(
+            PiBackend::new(env.pi.clone())
+                .with_extension_file(&entry)
+                .with_pool(policy, 4),
+        );
+        let served = env.start_served(4, Arc::clone(&backend));
+        if pool > 0 {
+            let work = std::fs::canonicalize(&env.sandbox.work).unwrap();
+            backend.prestart(&work, served.rt.actors());
+            until_pooled(&backend, 1).await;
+        }
+        let (_, outcome) = delegate_and_wait(
+            &served.rt,
+            vec![env.task("SCENARIO:TEXT changed files", Role::Scout)],
+        )
+        .await;
+        let s = &outcome.outcomes[0];
+        assert_eq!(s.status, Status::Failed, "{name}");
+        let error = s.error.as_deref().unwrap_or_default();
+        assert!(
+            error.starts_with("setup failed")
+                && error.contains("this worker's Slate extension files hash to")
+                && error.contains("they changed on disk after Slate wrote them"),
+            "{name}: {error}"
+        );
+        if pool > 0 {
+            assert!(
+                error.contains("a pre-started pi could not be bound"),
+                "{error}"
+            );
+        }
+        assert_eq!(env.fake.request_count(), 0, "{name}: no model request");
+        served.rt.shutdown().await.unwrap();
+        served.join.await.unwrap();
+        no_leftovers_soon(&env).await;
+    }
+}

@@ -497,7 +497,11 @@ impl Connection {
             .and_then(|c| c.extension.as_deref())
             .filter(|presented| *presented != embedded)
         {
-            return Err(ControlError::extension_mismatch(presented, embedded));
+            return Err(if params.capability.is_some() {
+                ControlError::worker_extension_mismatch(presented, embedded)
+            } else {
+                ControlError::extension_mismatch(presented, embedded)
+            });
         }
         let caller = caller::identify(
             self.shared.actors.as_ref(),

@@ -430,6 +430,19 @@ impl ControlError {
         .with_data(serde_json::json!({ "client": client, "embedded": embedded }))
     }
 
+    /// A worker's extension (it presents a capability) hashes its files to another build than
+    /// the one embedded here: they changed on disk after the coordinator wrote them. Same code
+    /// and `data` as [`ControlError::extension_mismatch`]; the worker is not started.
+    pub fn worker_extension_mismatch(client: &str, embedded: &str) -> Self {
+        Self::new(
+            codes::EXTENSION_MISMATCH,
+            format!(
+                "hello.client.extension: this worker's Slate extension files hash to {client}, not to the extension {embedded} of this slate binary (they changed on disk after Slate wrote them); the worker is not started"
+            ),
+        )
+        .with_data(serde_json::json!({ "client": client, "embedded": embedded }))
+    }
+
     /// Invalid request input found by a policy validator: every problem, each naming its field.
     pub fn from_problems(problems: &Problems) -> Self {
         let data = serde_json::to_value(problems).unwrap_or(Value::Null);

@@ -82,6 +82,10 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../../extension/main_session.ts"),
     ),
     (
+        "own_hash.ts",
+        include_str!("../../../extension/own_hash.ts"),
+    ),
+    (
         "protocol.gen.ts",
         include_str!("../../../extension/protocol.gen.ts"),
     ),

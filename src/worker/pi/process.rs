@@ -718,10 +718,23 @@ async fn run_worker(
             let _ = child.start_kill();
             drop(guard);
             let _ = tokio::time::timeout(TERM_GRACE, child.wait()).await;
+            // What pi said about it (an extension that failed names why on stderr), as a cold
+            // start's exit reason carries it.
+            let said = tokio::time::timeout(TERM_GRACE, stderr_tail)
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .unwrap_or_default();
+            let said = said.trim();
+            let said = if said.is_empty() {
+                String::new()
+            } else {
+                format!("; pi said: {}", tail_chars(said, 400))
+            };
             let _ = events.send((
                 child_ref,
                 WorkerEvent::SetupFailed {
-                    error: format!("a pre-started pi could not be bound: {error}"),
+                    error: format!("a pre-started pi could not be bound: {error}{said}"),
                 },
             ));
             let _ = events.send((
