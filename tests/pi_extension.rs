@@ -352,8 +352,10 @@ fn submit_result_values_reach_slate_exactly_as_the_model_wrote_them() {
     assert_eq!(w.llm.request_count(), 3);
 
     // One persistent connection for the tools list and the guards, and one per tool call
-    // (with the submit it made), each presenting the capability from descriptor 3.
-    let hello = json!({"protocols": [2], "client": CLIENT, "capability": CAPABILITY});
+    // (with the submit it made), each presenting the capability from descriptor 3 and the
+    // hash of the extension files it was loaded from (this binary's: issue 23).
+    let client = json!({"name": CLIENT, "extension": slate::worker::pi::extension::content_hash()});
+    let hello = json!({"protocols": [2], "client": client, "capability": CAPABILITY});
     assert_eq!(w.coordinator.params_of("hello"), vec![hello; 3]);
     let guards = ["guard"; 5];
     assert_eq!(

@@ -189,7 +189,12 @@ fn pi_loads_the_installed_extension_and_uninstall_restores_its_settings() {
     }
     let hellos = coordinator.params_of("hello");
     assert_eq!(hellos.len(), 1, "{:?}", coordinator.log());
-    assert_eq!(hellos[0]["client"], CLIENT);
+    // The worker presents the hash of the files it was loaded from: the installed copy's,
+    // which is this binary's (issue 23).
+    assert_eq!(
+        hellos[0]["client"],
+        json!({"name": CLIENT, "extension": slate::worker::pi::extension::content_hash()})
+    );
     assert_eq!(hellos[0]["capability"], CAPABILITY);
     // It read this generation's tools from the coordinator's tool layer at load.
     assert_eq!(coordinator.params_of("tools"), [json!({})]);

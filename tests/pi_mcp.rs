@@ -52,6 +52,15 @@ impl Host {
             "exposure": "direct",
         }}});
         std::fs::write(sandbox.agent_dir.join("mcp.json"), config.to_string()).unwrap();
+        // No pre-started processes: this test counts every process below `slate mcp` as a
+        // worker, and the pool starts its replacement when a worker ends, so one would be
+        // there after the cancelled window by design (nobody's worker; the pool's own tests
+        // are in pi_worker_tools and serve_session).
+        std::fs::write(
+            sandbox.agent_dir.join("delegation.json"),
+            json!({"pool": {"size": 0}}).to_string(),
+        )
+        .unwrap();
         let mut command = sandbox.command(&pi_cmd, &["--mode", "rpc"]);
         // `slate mcp` inherits pi's environment: its workers are this pi, in this agent dir.
         command.env("SLATE_PI", pi_cmd.argv.join(" "));

@@ -132,8 +132,8 @@ pub struct Taken {
 /// Held by a worker started in the pool's workspace (pre-started or cold) until its first
 /// model response begins or it ends. The pool refills when no such worker is left (or
 /// [`REFILL_LATEST`] after a take): on a small machine, a pi starting beside a worker that
-/// is still starting takes the CPU that worker needs (eight children bound at once and eight
-/// replacements started 300 ms later measured 0.70 s for the fan-out against 0.52 s target).
+/// is still starting takes the CPU that worker needs (the eight-child fan-out: 0.703 s with
+/// replacements started 300 ms after each binding, 0.657 s with this rule; docs/performance.md).
 pub struct Starting(Weak<Pool>);
 
 impl Drop for Starting {
