@@ -55,23 +55,31 @@ fn node() -> Result<PathBuf, String> {
     Err(seen.join("; "))
 }
 
-#[test]
-fn the_extensions_node_test_suite_passes() {
-    let node = match node() {
-        Ok(node) => node,
+/// A Node for `what`, or `None` after saying loudly that `what` did not run (a failure under
+/// `CI=true`).
+fn node_or_skip(what: &str) -> Option<PathBuf> {
+    match node() {
+        Ok(node) => Some(node),
         Err(why) => {
             assert!(
                 !pi_env::in_ci(),
-                "no Node >= {}.{} for the extension's tests ({why})",
+                "no Node >= {}.{} for {what} ({why})",
                 NODE_MIN.0,
                 NODE_MIN.1
             );
             eprintln!(
-                "SKIPPED: no Node >= {}.{} ({why}); the extension's node --test suite did not run",
+                "SKIPPED: no Node >= {}.{} ({why}); {what} did not run",
                 NODE_MIN.0, NODE_MIN.1
             );
-            return;
+            None
         }
+    }
+}
+
+#[test]
+fn the_extensions_node_test_suite_passes() {
+    let Some(node) = node_or_skip("the extension's node --test suite") else {
+        return;
     };
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = Command::new(&node)
@@ -99,19 +107,14 @@ fn the_extensions_node_test_suite_passes() {
 /// own workers), and one changed byte makes it another.
 #[test]
 fn a_workers_own_hash_is_the_binarys_content_hash_23() {
-    let node = match node() {
-        Ok(node) => node,
-        Err(why) => {
-            assert!(!pi_env::in_ci(), "no Node for the own-hash check ({why})");
-            eprintln!("SKIPPED: no Node ({why}); the worker's own hash was not checked");
-            return;
-        }
+    let Some(node) = node_or_skip("the worker's own-hash check") else {
+        return;
     };
     let dir = tempfile::tempdir().unwrap();
     let entry = slate::worker::pi::extension::install_into(dir.path()).unwrap();
     let installed = entry.parent().unwrap().to_owned();
-    let hash_of = |dir: &Path| {
-        let module = dir.join("own_hash.ts");
+    let hash = || {
+        let module = installed.join("own_hash.ts");
         let script = format!(
             "import {{ ownHash }} from {:?}; console.log(ownHash())",
             module.to_str().unwrap()
@@ -128,14 +131,10 @@ fn a_workers_own_hash_is_the_binarys_content_hash_23() {
         String::from_utf8(out.stdout).unwrap().trim().to_owned()
     };
     let embedded = slate::worker::pi::extension::content_hash();
-    assert_eq!(hash_of(&installed), embedded);
+    assert_eq!(hash(), embedded);
     let render = installed.join("render.ts");
     let mut text = std::fs::read_to_string(&render).unwrap();
     text.push('\n');
     std::fs::write(&render, text).unwrap();
-    assert_ne!(
-        hash_of(&installed),
-        embedded,
-        "a changed file changes the hash"
-    );
+    assert_ne!(hash(), embedded, "a changed file changes the hash");
 }

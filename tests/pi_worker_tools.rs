@@ -990,36 +990,46 @@ async fn a_pooled_process_whose_extension_fails_when_bound_fails_closed() {
         ),
     )
     .unwrap();
-    let policy = slate::policy::pool::PoolPolicy {
-        size: 1,
-        idle_seconds: 600,
-    };
-    let backend = Arc::new(
-        PiBackend::new(env.pi.clone())
-            .with_extension_file(&entry)
-            .with_pool(policy, 4),
-    );
-    let served = env.start_served(4, Arc::clone(&backend));
-    let work = std::fs::canonicalize(&env.sandbox.work).unwrap();
-    backend.prestart(&work, served.rt.actors());
-    until_pooled(&backend, 1).await;
-    let (_, outcome) = delegate_and_wait(
-        &served.rt,
-        vec![env.task("SCENARIO:TEXT mismatched", Role::Scout)],
-    )
-    .await;
-    let s = &outcome.outcomes[0];
-    assert_eq!(s.status, Status::Failed);
-    let error = s.error.as_deref().unwrap_or_default();
+    let error = failed_setup_with_extension(&env, &entry, 1, "SCENARIO:TEXT mismatched").await;
     assert!(
         error.starts_with("setup failed: a pre-started pi could not be bound")
             && error.contains("extension did not load"),
         "{error}"
     );
+}
+
+/// One scout delegated through a backend whose workers load `entry`, with a pool of
+/// `pool_size` full first (0: a cold start): it must fail at setup before any model request,
+/// leaving no process. Returns its error.
+async fn failed_setup_with_extension(
+    env: &Env,
+    entry: &std::path::Path,
+    pool_size: u32,
+    assignment: &str,
+) -> String {
+    let policy = slate::policy::pool::PoolPolicy {
+        size: pool_size,
+        idle_seconds: 600,
+    };
+    let backend = Arc::new(
+        PiBackend::new(env.pi.clone())
+            .with_extension_file(entry)
+            .with_pool(policy, 4),
+    );
+    let served = env.start_served(4, Arc::clone(&backend));
+    if pool_size > 0 {
+        let work = std::fs::canonicalize(&env.sandbox.work).unwrap();
+        backend.prestart(&work, served.rt.actors());
+        until_pooled(&backend, pool_size as usize).await;
+    }
+    let (_, outcome) = delegate_and_wait(&served.rt, vec![env.task(assignment, Role::Scout)]).await;
+    let s = &outcome.outcomes[0];
+    assert_eq!(s.status, Status::Failed, "{assignment}");
     assert_eq!(env.fake.request_count(), 0, "no model request was made");
     served.rt.shutdown().await.unwrap();
     served.join.await.unwrap();
-    no_leftovers_soon(&env).await;
+    no_leftovers_soon(env).await;
+    s.error.clone().unwrap_or_default()
 }
 
 /// Issue 23: extension files that changed on disk after Slate wrote them (here one byte of a
@@ -1039,29 +1049,8 @@ async fn changed_extension_files_fail_pre_started_and_cold_workers_closed() {
         let mut text = std::fs::read_to_string(&render).unwrap();
         text.push('\n');
         std::fs::write(&render, text).unwrap();
-        let policy = slate::policy::pool::PoolPolicy {
-            size: pool,
-            idle_seconds: 600,
-        };
-        let backend = Arc::new(
-            PiBackend::new(env.pi.clone())
-                .with_extension_file(&entry)
-                .with_pool(policy, 4),
-        );
-        let served = env.start_served(4, Arc::clone(&backend));
-        if pool > 0 {
-            let work = std::fs::canonicalize(&env.sandbox.work).unwrap();
-            backend.prestart(&work, served.rt.actors());
-            until_pooled(&backend, 1).await;
-        }
-        let (_, outcome) = delegate_and_wait(
-            &served.rt,
-            vec![env.task("SCENARIO:TEXT changed files", Role::Scout)],
-        )
-        .await;
-        let s = &outcome.outcomes[0];
-        assert_eq!(s.status, Status::Failed, "{name}");
-        let error = s.error.as_deref().unwrap_or_default();
+        let error =
+            failed_setup_with_extension(&env, &entry, pool, "SCENARIO:TEXT changed files").await;
         assert!(
             error.starts_with("setup failed")
                 && error.contains("this worker's Slate extension files hash to")
@@ -1074,9 +1063,5 @@ async fn changed_extension_files_fail_pre_started_and_cold_workers_closed() {
                 "{error}"
             );
         }
-        assert_eq!(env.fake.request_count(), 0, "{name}: no model request");
-        served.rt.shutdown().await.unwrap();
-        served.join.await.unwrap();
-        no_leftovers_soon(&env).await;
     }
 }

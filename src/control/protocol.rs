@@ -421,26 +421,30 @@ impl ControlError {
     /// `hello.client.extension` names another extension build than the one embedded in this
     /// binary; `data` is `{client, embedded}`.
     pub fn extension_mismatch(client: &str, embedded: &str) -> Self {
-        Self::new(
-            codes::EXTENSION_MISMATCH,
+        Self::mismatch(
             format!(
                 "hello.client.extension: the installed Slate pi extension {client} does not match the extension {embedded} of this slate binary; run `slate pi install` and restart pi"
             ),
+            client,
+            embedded,
         )
-        .with_data(serde_json::json!({ "client": client, "embedded": embedded }))
     }
 
-    /// A worker's extension (it presents a capability) hashes its files to another build than
-    /// the one embedded here: they changed on disk after the coordinator wrote them. Same code
-    /// and `data` as [`ControlError::extension_mismatch`]; the worker is not started.
+    /// The same refusal for a worker (it presents a capability), whose extension hashes the
+    /// files it was loaded from: they changed on disk after the coordinator wrote them.
     pub fn worker_extension_mismatch(client: &str, embedded: &str) -> Self {
-        Self::new(
-            codes::EXTENSION_MISMATCH,
+        Self::mismatch(
             format!(
                 "hello.client.extension: this worker's Slate extension files hash to {client}, not to the extension {embedded} of this slate binary (they changed on disk after Slate wrote them); the worker is not started"
             ),
+            client,
+            embedded,
         )
-        .with_data(serde_json::json!({ "client": client, "embedded": embedded }))
+    }
+
+    fn mismatch(message: String, client: &str, embedded: &str) -> Self {
+        Self::new(codes::EXTENSION_MISMATCH, message)
+            .with_data(serde_json::json!({ "client": client, "embedded": embedded }))
     }
 
     /// Invalid request input found by a policy validator: every problem, each naming its field.
